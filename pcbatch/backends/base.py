@@ -1,0 +1,82 @@
+"""The backend Protocol: the array operations the VM is written against.
+
+The VM needs a small core: variables (register/stack storage with masked
+update, push and pop), a way to name the threads at a block (`Lanes`), placing a
+primitive's result into those lanes, and a loop. The rest of the surface
+(``equal``, ``cond``, ``merge_shapes``, ...) is the seed API's NumpyBackend
+surface, kept for users of that API and for the type-inference pass.
+
+Capability flags let the VM choose a strategy per backend:
+``gathers_active_rows`` means `Lanes` index only the active threads, so a
+block's cost scales with its active threads and primitives never see other
+threads' rows; compiled backends run full width under a mask instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from pcbatch.ir.types import TensorType, Type, VariableAllocation
+
+
+class Lanes(Protocol):
+    """The threads that execute one block: a row index or a mask."""
+
+    count: Any
+
+
+class Variable(Protocol):
+    """Storage for one tensor-valued VM variable over the whole batch.
+
+    Methods return the updated variable (a backend may mutate in place and
+    return ``self``; a functional backend returns a new value).
+    """
+
+    def read(self, lanes: Lanes) -> Any: ...
+
+    def update(self, value: Any, lanes: Lanes) -> Variable: ...
+
+    def push(self, value: Any, lanes: Lanes) -> Variable: ...
+
+    def pop(self, lanes: Lanes) -> Variable: ...
+
+
+class Backend(Protocol):
+    """What the virtual machine and the passes need from an array library."""
+
+    name: str
+    gathers_active_rows: bool
+
+    # -- the VM core -------------------------------------------------------
+    def create_variable(
+        self,
+        name: str,
+        alloc: VariableAllocation,
+        type_: TensorType,
+        max_stack_depth: int,
+        batch_size: int,
+    ) -> Variable: ...
+
+    def all_lanes(self, batch_size: int) -> Lanes: ...
+
+    def lanes_at(self, program_counter: Any, block_index: int) -> Lanes: ...
+
+    def place(self, value: Any, lanes: Lanes, type_: TensorType) -> Any: ...
+
+    def select(self, condition: Any, if_true: Any, if_false: Any) -> Any: ...
+
+    def next_block(self, program_counter: Any) -> Any: ...
+
+    def while_loop(self, cond: Callable, body: Callable, loop_vars: Any) -> Any: ...
+
+    def switch_case(self, branch_selector: Any, branch_callables: Sequence[Callable]) -> Any: ...
+
+    # -- types ---------------------------------------------------------------
+    def type_of(self, t: Any, preferred_dtype: Any = None) -> TensorType: ...
+
+    def run_on_dummies(self, primitive_callable: Callable, input_types: Sequence[Type]) -> Any: ...
+
+    def merge_dtypes(self, dt1: Any, dt2: Any) -> Any: ...
+
+    def merge_shapes(self, s1: Any, s2: Any) -> Any: ...

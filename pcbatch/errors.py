@@ -1,0 +1,40 @@
+"""Error classes. Every user-facing error names where in the user's code it arose."""
+
+from __future__ import annotations
+
+
+class PcbatchError(Exception):
+    """Base class of pcbatch's own errors."""
+
+
+class VerificationError(PcbatchError):
+    """The IR is malformed (a compiler bug, or a hand-built program's mistake)."""
+
+
+class TypeInferenceError(PcbatchError, TypeError):
+    """A variable's type could not be determined, or two definitions disagree."""
+
+
+class BatchSizeError(PcbatchError, ValueError):
+    """Arguments disagree on the batch size."""
+
+
+class StackOverflowError(PcbatchError, ValueError):
+    """Recursion went deeper than ``max_stack_depth``.
+
+    Attributes:
+      function: the function whose recursion overflowed.
+      max_stack_depth: the depth that was exceeded.
+      suggested_depth: a depth measured to suffice, or None if not measured.
+    """
+
+    def __init__(self, message, function=None, max_stack_depth=None, suggested_depth=None):
+        super().__init__(message)
+        self.function = function
+        self.max_stack_depth = max_stack_depth
+        self.suggested_depth = suggested_depth
+
+
+def where(loc) -> str:
+    """`` at file:line in fn`` for a SourceLoc, or an empty string."""
+    return f" at {loc}" if loc is not None else ""

@@ -1,0 +1,1 @@
+"""The intermediate representation: types, nodes, printer and verifier."""

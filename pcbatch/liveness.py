@@ -1,0 +1,3 @@
+"""Seed-compatible name for liveness (real home: ``pcbatch.analysis.liveness``)."""
+
+from pcbatch.analysis.liveness import block_liveness, live_after_instructions  # noqa: F401

@@ -1,0 +1,4 @@
+"""Seed-compatible name for lowering (real home: ``pcbatch.passes.lower_calls``)."""
+
+from pcbatch.passes.lower_calls import run as lower_function_calls  # noqa: F401
+from pcbatch.passes.stack_opt import run as fuse_pop_push  # noqa: F401

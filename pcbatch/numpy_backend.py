@@ -1,0 +1,3 @@
+"""Seed-compatible name for the NumPy backend (real home: ``pcbatch.backends.numpy``)."""
+
+from pcbatch.backends.numpy import NumpyBackend, RegisterVariable, StackVariable  # noqa: F401

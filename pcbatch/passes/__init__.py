@@ -1,0 +1,1 @@
+"""pcbatch.passes."""

@@ -1,0 +1,227 @@
+"""Type inference: give every variable of a structured program a `Type`.
+
+Assumes: a verified structured program and the `Type` of each argument of
+``main`` (the signature). Guarantees: ``program.var_types`` maps every
+variable that is read or written to a Type (shapes without the batch
+dimension), or a `TypeInferenceError` names the variable and where it is
+defined.
+
+Method: a fixpoint over the whole call graph. Argument types flow from call
+sites into callee parameters, results flow back to call sites; a primitive's
+result types are learned by running it on dummy inputs of its input types.
+Definitions of one variable merge (NumPy dtype promotion, broadcast shapes),
+so types only widen and the iteration ends.
+
+Example: ``fib(n)`` with ``n: int64[]``: the base case's constant gives the
+result ``int64[]`` on the first sweep, and the recursive branch's addition
+then types on the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pcbatch.errors import TypeInferenceError, where
+from pcbatch.ir.nodes import FunctionCallOp, PrimOp, Program, reads, writes
+from pcbatch.ir.types import (
+    TensorType,
+    Type,
+    format_pattern,
+    is_pattern_node,
+    map_pattern,
+    same_structure,
+)
+
+MAX_SWEEPS = 200
+_DUMMY_BATCHES = (2, 3)  # two sizes tell a batched result from a broadcast constant
+
+
+def as_type(t: Any) -> Type:
+    """Accepts a Type, a TensorType or a pattern of TensorTypes."""
+    return t if isinstance(t, Type) else Type(t)
+
+
+class _Inference:
+    def __init__(self, program: Program, backend):
+        self.program = program
+        self.backend = backend
+        self.types: dict = dict(program.var_types)
+        self.first_loc: dict = {}
+        self.prim_cache: dict = {}
+        self.changed = False
+
+    # -- merging -----------------------------------------------------------
+    def merge_into(self, var: str, new: Type, loc) -> None:
+        old = self.types.get(var)
+        self.first_loc.setdefault(var, loc)
+        if old is None:
+            self.types[var] = new
+            self.changed = True
+            return
+        merged = self.merge(var, old, new, loc)
+        if merged != old:
+            self.types[var] = merged
+            self.changed = True
+
+    def merge(self, var: str, old: Type, new: Type, loc) -> Type:
+        if not same_structure(old.tensors, new.tensors):
+            raise self.conflict(var, old, new, loc, "they are structured differently")
+
+        def leaf(a: TensorType, b: TensorType) -> TensorType:
+            try:
+                dtype = self.backend.merge_dtypes(a.dtype, b.dtype)
+                shape = tuple(self.backend.merge_shapes(list(a.shape), list(b.shape)))
+            except (TypeError, ValueError) as e:
+                raise self.conflict(var, old, new, loc, str(e)) from None
+            return TensorType(dtype, shape)
+
+        return Type(map_pattern(leaf, old.tensors, new.tensors))
+
+    def conflict(self, var, old, new, loc, why) -> TypeInferenceError:
+        first = self.first_loc.get(var)
+        return TypeInferenceError(
+            f"variable {var!r} gets type {new!r}{where(loc)}, but {old!r} elsewhere"
+            f"{where(first)}; {why}. Make both definitions agree in structure, "
+            "dtype kind and broadcastable shape."
+        )
+
+    # -- one op --------------------------------------------------------------
+    def visit_prim(self, op: PrimOp) -> None:
+        if any(v not in self.types for v in op.vars_in):
+            return
+        in_types = tuple(self.types[v] for v in op.vars_in)
+        if op.is_copy:
+            if len(in_types) == 1:
+                self.bind_outputs(op, op.vars_out, in_types[0])
+            else:
+                self.bind_outputs(op, op.vars_out, Type(tuple(t.tensors for t in in_types)))
+            return
+        key = (id(op.function), in_types)
+        if key not in self.prim_cache:
+            self.prim_cache[key] = self.run_primitive(op, in_types)
+        self.bind_outputs(op, op.vars_out, self.prim_cache[key])
+
+    def run_primitive(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
+        results = []
+        for batch in _DUMMY_BATCHES:
+            batched = [_with_batch(t, batch) for t in in_types]
+            try:
+                results.append(self.backend.run_on_dummies(op.function, batched))
+            except Exception as e:
+                raise TypeInferenceError(
+                    f"primitive {op.label!r}{where(op.loc)} failed on dummy inputs of types "
+                    f"{list(in_types)}: {type(e).__name__}: {e}"
+                ) from e
+        return Type(self.strip_batch(op, results[0], results[1], op.vars_out))
+
+    def strip_batch(self, op: PrimOp, small: Any, large: Any, names: Any) -> Any:
+        if is_pattern_node(names):
+            if not (is_pattern_node(small) and len(small) == len(names)):
+                raise TypeInferenceError(
+                    f"primitive {op.label!r}{where(op.loc)} returned {_describe(small)} "
+                    f"but its outputs are {format_pattern(names)}"
+                )
+            return tuple(self.strip_batch(op, s, g, n) for s, g, n in zip(small, large, names))
+        t_small = self.backend.type_of(small)
+        t_large = self.backend.type_of(large)
+        s, g = tuple(t_small.shape), tuple(t_large.shape)
+        if s == g:
+            return TensorType(t_small.dtype, s)  # a constant: broadcast over the batch
+        if s[:1] == (_DUMMY_BATCHES[0],) and g[:1] == (_DUMMY_BATCHES[1],) and s[1:] == g[1:]:
+            return TensorType(t_small.dtype, s[1:])
+        raise TypeInferenceError(
+            f"primitive {op.label!r}{where(op.loc)} returned shapes {s} and {g} for batch "
+            f"sizes {_DUMMY_BATCHES}; a primitive must keep the batch dimension first"
+        )
+
+    def bind_outputs(self, op, names: Any, out_type: Type) -> None:
+        if is_pattern_node(names):
+            tensors = out_type.tensors
+            if not (is_pattern_node(tensors) and len(tensors) == len(names)):
+                raise TypeInferenceError(
+                    f"{_op_name(op)}{where(op.loc)} produces {out_type!r}, "
+                    f"which does not unpack into {format_pattern(names)}"
+                )
+            for name, t in zip(names, tensors):
+                self.bind_outputs(op, name, Type(t))
+            return
+        self.merge_into(names, out_type, op.loc)
+
+    def visit_call(self, op: FunctionCallOp) -> None:
+        callee = self.program.function(op.function)
+        for actual, formal in zip(op.vars_in, callee.vars_in):
+            if actual in self.types:
+                self.merge_into(formal, self.types[actual], op.loc)
+        if callee.type_inference is not None and all(v in self.types for v in op.vars_in):
+            declared = callee.type_inference([self.types[v] for v in op.vars_in])
+            declared = [as_type(t) for t in declared]
+            for ret, t in zip(callee.vars_out, declared):
+                self.merge_into(ret, t, callee.loc)
+        for formal_out, actual_out in zip(callee.vars_out, op.vars_out):
+            if formal_out in self.types:
+                self.bind_outputs(op, actual_out, self.types[formal_out])
+
+    def sweep(self) -> None:
+        for function in self.program.functions:
+            for block in function.graph:
+                for op in block.instructions:
+                    if isinstance(op, PrimOp):
+                        self.visit_prim(op)
+                    elif isinstance(op, FunctionCallOp):
+                        self.visit_call(op)
+
+    def check_complete(self) -> None:
+        for function in self.program.functions:
+            for block in function.graph:
+                for op in block.instructions:
+                    for var in list(reads(op)) + list(writes(op)):
+                        if var not in self.types:
+                            raise TypeInferenceError(
+                                f"could not infer the type of {var!r} in function "
+                                f"{function.name!r}{where(op.loc)}: nothing that defines it "
+                                "ever produces a value (e.g. a recursion with no base case, "
+                                "or a branch that never returns)"
+                            )
+
+
+def _with_batch(t: Type, batch: int) -> Type:
+    return Type(map_pattern(lambda leaf: TensorType(leaf.dtype, (batch, *leaf.shape)), t.tensors))
+
+
+def _with_batch(t: Type, batch: int) -> Type:
+    return Type(map_pattern(lambda leaf: TensorType(leaf.dtype, (batch, *leaf.shape)), t.tensors))
+
+
+def _op_name(op) -> str:
+    return (
+        f"call to {op.function!r}" if isinstance(op, FunctionCallOp) else f"primitive {op.label!r}"
+    )
+
+
+def _describe(value) -> str:
+    if is_pattern_node(value):
+        return f"a {type(value).__name__} of {len(value)}"
+    return "a single value"
+
+
+def run(program: Program, backend, sig: Sequence) -> Program:
+    """Infers types given the signature ``sig`` of ``main``'s arguments."""
+    sig = list(sig)
+    if len(sig) != len(program.vars_in):
+        raise TypeInferenceError(
+            f"{program.main!r} takes {len(program.vars_in)} arguments but the "
+            f"signature has {len(sig)}"
+        )
+    inference = _Inference(program, backend)
+    for var, t in zip(program.vars_in, sig):
+        inference.merge_into(var, as_type(t), None)
+    for _ in range(MAX_SWEEPS):
+        inference.changed = False
+        inference.sweep()
+        if not inference.changed:
+            break
+    else:
+        raise TypeInferenceError(f"type inference did not settle in {MAX_SWEEPS} sweeps")
+    inference.check_complete()
+    return program.replace(var_types=inference.types)

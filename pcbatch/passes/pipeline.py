@@ -1,0 +1,61 @@
+"""The compiler pipeline: one explicit list of named passes.
+
+``compile_program(program, sig, backend)`` takes a structured program and the
+argument types of its ``main`` to a lowered program the VM can run. Each pass
+is ``run(program, ctx) -> program``; with ``verify=True`` (always on in tests)
+the IR verifier runs after every pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from pcbatch.passes import allocate, infer_types, lower_calls, schedule, stack_opt, tail_calls
+
+
+@dataclasses.dataclass(frozen=True)
+class PassContext:
+    backend: Any
+    sig: Sequence
+
+
+def _infer_types(program, ctx: PassContext):
+    return infer_types.run(program, ctx.backend, ctx.sig)
+
+
+PASSES = (
+    ("infer_types", _infer_types),
+    ("tail_calls", tail_calls.run),
+    ("schedule", schedule.run),
+    ("allocate", allocate.run),
+    ("lower_calls", lower_calls.run),
+    ("stack_opt", stack_opt.run),
+)
+
+# Set by tests (conftest) so every compilation in the suite is verified.
+VERIFY_BY_DEFAULT = False
+
+
+def compile_program(program, sig, backend, *, verify: bool | None = None, stop_after=None):
+    """Runs the pipeline; ``stop_after`` names a pass to stop after (for golden tests)."""
+    if verify is None:
+        verify = VERIFY_BY_DEFAULT
+    check = _verifier() if verify else None
+    if check:
+        check(program)
+    ctx = PassContext(backend, tuple(sig))
+    for name, run in PASSES:
+        program = run(program, ctx)
+        if check:
+            check(program)
+        if name == stop_after:
+            break
+    return program
+
+
+def _verifier():
+    from pcbatch.ir import verify
+
+    return verify.verify

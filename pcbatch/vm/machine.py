@@ -1,0 +1,465 @@
+"""The batched stack machine: runs a lowered program over a whole batch.
+
+Every batch member is a thread with its own program counter. Each step picks
+the lowest program counter held by any live thread, and runs that block for
+exactly the threads there (the backend's `Lanes`); all other threads wait.
+Calls push a return address on the program-counter stack and returns pop it;
+variables that a call must save have stacks of their own (see
+``passes/allocate.py``). The loop is the backend's ``while_loop`` and the
+block dispatch its ``switch_case``; on NumPy both are plain Python.
+
+Stack overflow raises `StackOverflowError` naming the function whose
+recursion overflowed, with a depth measured to suffice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pcbatch import profiling
+from pcbatch.backends.numpy import NumpyBackend, StackFull
+from pcbatch.errors import BatchSizeError, PcbatchError, StackOverflowError, where
+from pcbatch.ir.nodes import (
+    BranchOp,
+    GotoOp,
+    HaltOp,
+    IndirectGotoOp,
+    PopOp,
+    PrimOp,
+    Program,
+    PushGotoOp,
+)
+from pcbatch.ir.types import (
+    TensorType,
+    VariableAllocation,
+    flatten,
+    format_pattern,
+    is_pattern_node,
+    map_pattern,
+)
+
+DEFAULT_MAX_STACK_DEPTH = 15
+PC_TYPE = TensorType(np.dtype(np.int32), ())
+_PC = "__pc__"
+_MEASURE_STEPS = 200_000  # bounds the rerun that measures a sufficient stack depth
+
+
+class StepLimitError(PcbatchError, RuntimeError):
+    """A run took more VM steps than ``max_steps`` (probably a loop that never ends)."""
+
+
+@dataclasses.dataclass
+class _Run:
+    """Everything one run needs: the program, the backend and the storage."""
+
+    program: Program
+    backend: Any
+    batch_size: int
+    variables: dict
+    pc: Any
+    profile: Any
+    labels: tuple
+    owners: dict
+
+
+# ---------------------------------------------------------------------------
+# Reading and writing variables inside one block execution
+
+
+def _read(run: _Run, name: str, lanes, env: dict):
+    if name in env:
+        return env[name]
+    try:
+        storage = run.variables[name]
+    except KeyError:
+        raise PcbatchError(
+            f"variable {name!r} is read but has no storage (a compiler bug)"
+        ) from None
+    value = map_pattern(lambda v: v.read(lanes), storage)
+    env[name] = value
+    return value
+
+
+def _place(run: _Run, name: str, value, lanes, op) -> Any:
+    var_type = run.program.var_types[name]
+    try:
+        return map_pattern(lambda t, v: run.backend.place(v, lanes, t), var_type.tensors, value)
+    except (TypeError, ValueError) as e:
+        what = f"primitive {op.label!r}" if isinstance(op, PrimOp) else "an instruction"
+        shape = format_pattern(value, lambda v: str(getattr(v, "shape", type(v).__name__)))
+        raise PcbatchError(
+            f"{what}{where(op.loc)} produced {shape} for variable {name!r} of type "
+            f"{var_type!r} over {lanes.count} active threads: {e}"
+        ) from None
+
+
+def _write(run: _Run, name: str, value, lanes, env: dict, op, push: bool) -> None:
+    alloc = run.program.alloc_of(name)
+    if alloc == VariableAllocation.NULL:
+        return
+    placed = _place(run, name, value, lanes, op)
+    env[name] = placed
+    if alloc == VariableAllocation.TEMPORARY:
+        return
+    storage = run.variables[name]
+    if push and alloc == VariableAllocation.FULL:
+        run.variables[name] = map_pattern(lambda var, v: var.push(v, lanes), storage, placed)
+    else:
+        run.variables[name] = map_pattern(lambda var, v: var.update(v, lanes), storage, placed)
+
+
+def _bind(run, names, values, lanes, env, op) -> None:
+    """Writes a pattern of results into a pattern of variable names."""
+    if is_pattern_node(names):
+        if not is_pattern_node(values) or len(values) != len(names):
+            raise PcbatchError(
+                f"primitive {op.label!r}{where(op.loc)} returned a value that does not "
+                f"unpack into {format_pattern(names)}"
+            )
+        for n, v in zip(names, values):
+            _bind(run, n, v, lanes, env, op)
+        return
+    _write(run, names, values, lanes, env, op, push=names not in op.skip_push_mask)
+
+
+# ---------------------------------------------------------------------------
+# Instructions
+
+
+def _run_prim(run: _Run, op: PrimOp, lanes, env: dict) -> None:
+    inputs = [_read(run, v, lanes, env) for v in op.vars_in]
+    if op.is_copy:
+        outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
+    else:
+        if run.profile is not None:
+            run.profile.record_primitive(op.label, lanes.count, run.batch_size)
+        try:
+            outputs = op.function(*inputs)
+        except Exception as e:
+            e.add_note(f"in pcbatch primitive {op.label!r}{where(op.loc)}")
+            raise
+    _bind(run, op.vars_out, outputs, lanes, env, op)
+
+
+def _run_pop(run: _Run, op: PopOp, lanes, env: dict) -> None:
+    for name in op.vars:
+        env.pop(name, None)
+        run.variables[name] = map_pattern(lambda var: var.pop(lanes), run.variables[name])
+
+
+def _run_terminator(run: _Run, term, lanes, env: dict) -> None:
+    index = run.program.graph.index
+    place = lambda value: run.backend.place(value, lanes, PC_TYPE)
+    if isinstance(term, BranchOp):
+        cond = _read(run, term.cond_var, lanes, env)
+        if getattr(cond, "dtype", None) != np.bool_:
+            cond = cond != 0
+        target = run.backend.select(cond, index(term.true_target), index(term.false_target))
+        run.pc = run.pc.update(place(target), lanes)
+    elif isinstance(term, GotoOp):
+        run.pc = run.pc.update(place(index(term.target)), lanes)
+    elif isinstance(term, PushGotoOp):
+        run.pc = run.pc.update(place(index(term.return_target)), lanes)
+        run.pc = run.pc.push(place(index(term.target)), lanes)
+    elif isinstance(term, IndirectGotoOp):
+        run.pc = run.pc.pop(lanes)
+    elif isinstance(term, HaltOp):
+        run.pc = run.pc.update(place(len(run.program.graph)), lanes)
+    else:
+        raise PcbatchError(f"{type(term).__name__} cannot end a lowered block")
+
+
+def _block_runner(block):
+    def run_block(run: _Run, lanes) -> None:
+        env: dict = {}
+        for op in block.instructions:
+            if isinstance(op, PrimOp):
+                _run_prim(run, op, lanes, env)
+            elif isinstance(op, PopOp):
+                _run_pop(run, op, lanes, env)
+            else:
+                raise PcbatchError(f"{type(op).__name__} in a lowered block (a compiler bug)")
+        _run_terminator(run, block.terminator, lanes, env)
+
+    return run_block
+
+
+# ---------------------------------------------------------------------------
+# Inputs and outputs
+
+
+def _local(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def batch_size_of(program: Program, args: Sequence) -> int:
+    """The common batch size; arguments without a batch dimension (or size 1) broadcast."""
+    size, first = 1, None
+    for name, arg in zip(program.vars_in, args):
+        type_ = program.var_types[name]
+        for leaf, t in zip(flatten(arg), flatten(type_.tensors)):
+            leaf = np.asarray(leaf) if not hasattr(leaf, "shape") else leaf
+            if len(leaf.shape) == len(t.shape):
+                continue  # a per-example value: broadcast to every thread
+            n = int(leaf.shape[0])
+            if n == 1 or n == size:
+                continue
+            if size != 1:
+                raise BatchSizeError(
+                    f"{program.main}(): argument {_local(first)!r} has batch size {size} but "
+                    f"argument {_local(name)!r} has batch size {n}; give every argument the "
+                    "same batch size, or size 1 to broadcast"
+                )
+            size, first = n, name
+        first = first or name
+    return size
+
+
+def broadcast_inputs(program: Program, args: Sequence) -> list:
+    """Each argument as arrays with a leading batch dimension of the common size."""
+    size = batch_size_of(program, args)
+
+    def fit(t, leaf):
+        leaf = np.asarray(leaf, dtype=t.dtype)
+        if len(leaf.shape) == len(t.shape):
+            leaf = leaf[None]
+        return np.broadcast_to(leaf, (size, *t.shape))
+
+    return [
+        map_pattern(fit, program.var_types[name].tensors, arg)
+        for name, arg in zip(program.vars_in, args)
+    ]
+
+
+def _owners(program: Program) -> dict:
+    """Block label -> the function it belongs to (blocks are contiguous per function)."""
+    entry_of = {label: fn for fn, label in program.entries.items()}
+    owners, current = {}, program.main
+    for block in program.graph:
+        current = entry_of.get(block.label, current)
+        owners[block.label] = current
+    return owners
+
+
+def _create_storage(program: Program, backend, batch_size: int, max_stack_depth: int) -> dict:
+    variables = {}
+    for name, type_ in program.var_types.items():
+        alloc = program.alloc_of(name)
+        if alloc in (VariableAllocation.NULL, VariableAllocation.TEMPORARY):
+            continue
+        variables[name] = map_pattern(
+            lambda t, n=name, a=alloc: backend.create_variable(
+                n, a, t, max_stack_depth, batch_size
+            ),
+            type_.tensors,
+        )
+    return variables
+
+
+def _load_inputs(run: _Run, args: Sequence) -> None:
+    lanes = run.backend.all_lanes(run.batch_size)
+    for name, arg in zip(run.program.vars_in, args):
+        if run.program.alloc_of(name) == VariableAllocation.NULL:
+            continue
+        type_ = run.program.var_types[name]
+
+        def fit(t, leaf):
+            leaf = np.asarray(leaf) if not hasattr(leaf, "shape") else leaf
+            if len(leaf.shape) == len(t.shape):
+                leaf = leaf[None]
+            return run.backend.place(leaf, lanes, t)
+
+        placed = map_pattern(fit, type_.tensors, arg)
+        run.variables[name] = map_pattern(
+            lambda v, x: v.update(x, lanes), run.variables[name], placed
+        )
+
+
+def _outputs(run: _Run):
+    lanes = run.backend.all_lanes(run.batch_size)
+    results = tuple(
+        map_pattern(lambda v: np.array(v.read(lanes)), run.variables[name])
+        for name in run.program.vars_out
+    )
+    return results[0] if len(results) == 1 else results
+
+
+# ---------------------------------------------------------------------------
+# The loop
+
+
+def execute(
+    program: Program,
+    args: Sequence,
+    *,
+    backend=None,
+    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
+    max_steps: int | None = None,
+    _measure_on_overflow: bool = True,
+):
+    """Runs a lowered program over a batch.
+
+    Args:
+      program: a lowered, typed, allocated program (``pipeline.compile_program``).
+      args: one value per parameter of ``main``: arrays with a leading batch
+        dimension, or per-example values (no batch dimension) to broadcast.
+      backend: the array backend (default NumPy).
+      max_stack_depth: how deep any recursion may go.
+      max_steps: stop with `StepLimitError` after this many VM steps (None: no bound).
+
+    Returns:
+      main's result (a tuple when it returns several), with a batch dimension.
+    """
+    backend = backend or NumpyBackend()
+    if len(args) != len(program.vars_in):
+        raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")
+    batch_size = batch_size_of(program, args)
+    run = _Run(
+        program=program,
+        backend=backend,
+        batch_size=batch_size,
+        variables=_create_storage(program, backend, batch_size, max_stack_depth),
+        pc=backend.create_variable(
+            _PC, VariableAllocation.FULL, PC_TYPE, max_stack_depth + 1, batch_size
+        ),
+        profile=profiling.current(),
+        labels=tuple(b.label for b in program.graph),
+        owners=_owners(program),
+    )
+    if run.profile is not None:
+        run.profile.runs += 1
+    _load_inputs(run, args)
+    everyone = backend.all_lanes(batch_size)
+    halt = len(program.graph)
+    run.pc = run.pc.update(backend.place(halt, everyone, PC_TYPE), everyone)
+    if batch_size:
+        run.pc = run.pc.push(backend.place(0, everyone, PC_TYPE), everyone)
+    runners = [_block_runner(b) for b in program.graph]
+    try:
+        _loop(run, runners, halt, max_steps)
+    except StackFull as full:
+        raise _overflow_error(run, full, args, max_stack_depth, _measure_on_overflow) from None
+    return _outputs(run)
+
+
+def _loop(run: _Run, runners: list, halt: int, max_steps: int | None) -> None:
+    backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
+    steps = 0
+    while True:
+        pc = run.pc.read(everyone)
+        block = backend.next_block(pc)
+        if block >= halt:
+            return
+        if max_steps is not None and steps >= max_steps:
+            raise _step_limit_error(run, pc, halt, max_steps)
+        lanes = backend.lanes_at(pc, block)
+        if run.profile is not None:
+            live = int(np.count_nonzero(np.asarray(pc) < halt))
+            run.profile.record_step(run.labels[block], live, run.batch_size)
+        runners[block](run, lanes)
+        steps += 1
+
+
+def _step_limit_error(run: _Run, pc, halt: int, max_steps: int) -> StepLimitError:
+    pcs = np.asarray(pc)
+    waiting = sorted(set(int(p) for p in pcs[pcs < halt]))
+    places = []
+    for index in waiting[:5]:
+        block = run.program.graph.blocks[index]
+        loc = next((op.loc for op in block.instructions if op.loc), block.terminator.loc)
+        places.append(f"{block.label}{where(loc)}")
+    live = int(np.count_nonzero(pcs < halt))
+    return StepLimitError(
+        f"{run.program.main}() did not finish in max_steps={max_steps} VM steps; {live} "
+        f"thread(s) still running, waiting at: {'; '.join(places)}. If the program is "
+        "meant to run this long, pass a larger max_steps."
+    )
+
+
+# ---------------------------------------------------------------------------
+# Stack overflow
+
+
+def _overflow_error(run, full: StackFull, args, max_stack_depth, measure) -> StackOverflowError:
+    pcs = np.asarray(run.pc.read(run.backend.all_lanes(run.batch_size)))
+    block = run.program.graph.blocks[int(pcs[full.rows[0]])] if len(full.rows) else None
+    function = _overflowing_function(run, block)
+    suggested, advice = None, f"try a larger max_stack_depth (at least {2 * max_stack_depth})"
+    if measure and isinstance(run.backend, NumpyBackend):
+        suggested, advice = _measure_depth(run.program, args, full.rows, max_stack_depth)
+    rows = ", ".join(str(int(r)) for r in full.rows[:5])
+    return StackOverflowError(
+        f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth} "
+        f"(batch member(s) {rows}); {advice}.",
+        function=function,
+        max_stack_depth=max_stack_depth,
+        suggested_depth=suggested,
+    )
+
+
+def _overflowing_function(run: _Run, block) -> str:
+    if block is None:
+        return run.program.main
+    term = block.terminator
+    if isinstance(term, PushGotoOp):
+        return run.owners.get(term.target, run.program.main)
+    return run.owners.get(block.label, run.program.main)
+
+
+def _measure_depth(program, args, rows, max_stack_depth) -> tuple:
+    """Reruns the overflowing threads with deep stacks to find a depth that suffices."""
+    rows = np.asarray(rows)
+    subset = []
+    for name, arg in zip(program.vars_in, args):
+        type_ = program.var_types[name]
+
+        def take(t, leaf):
+            leaf = np.asarray(leaf)
+            if len(leaf.shape) == len(t.shape) or leaf.shape[0] == 1:
+                return leaf
+            return leaf[rows]
+
+        subset.append(map_pattern(take, type_.tensors, arg))
+    cap = 64 * max(max_stack_depth, 16)
+    probe = _DepthProbe()
+    try:
+        execute(
+            program,
+            subset,
+            backend=probe,
+            max_stack_depth=cap,
+            max_steps=_MEASURE_STEPS,
+            _measure_on_overflow=False,
+        )
+    except StackOverflowError:
+        return None, f"even max_stack_depth={cap} overflowed: the recursion may never end"
+    except StepLimitError:
+        return None, (
+            f"try a larger max_stack_depth (at least {2 * max_stack_depth}; measuring the "
+            f"depth needed stopped after {_MEASURE_STEPS:,} steps)"
+        )
+    depth = probe.deepest()
+    return depth, f"max_stack_depth={depth} suffices for these inputs"
+
+
+class _DepthProbe(NumpyBackend):
+    """A NumPy backend that remembers its variables, to read their high-water marks."""
+
+    def __init__(self):
+        self.created = []
+
+    def create_variable(self, name, alloc, type_, max_stack_depth, batch_size):
+        var = super().create_variable(name, alloc, type_, max_stack_depth, batch_size)
+        self.created.append(var)
+        return var
+
+    def deepest(self) -> int:
+        depth = 1
+        for var in self.created:
+            used = var.high_water - (1 if var.name == _PC else 0)
+            depth = max(depth, used)
+        return depth

@@ -1,0 +1,82 @@
+"""Running a structured program on a batch: signature, compilation cache, dispatch.
+
+``run(program, args)`` infers the argument signature (every argument has a
+leading batch dimension; 0-d values are per-example scalars that broadcast),
+compiles the program for it once (cached per signature and backend), and runs
+it on the stack machine or, with ``stackless=True``, the stackless interpreter.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.ir.nodes import Program
+from pcbatch.ir.types import TensorType, Type, map_pattern
+from pcbatch.passes import infer_types, pipeline
+from pcbatch.vm import machine
+from pcbatch.vm import stackless as stackless_vm
+
+
+def signature_of(args: Sequence, backend=None) -> list:
+    """The `Type` of each argument, batch dimension removed (0-d values have none)."""
+    backend = backend or NumpyBackend()
+
+    def leaf_type(x) -> TensorType:
+        t = backend.type_of(x)
+        return TensorType(np.dtype(t.dtype), tuple(t.shape[1:]) if len(t.shape) else ())
+
+    return [Type(map_pattern(leaf_type, arg)) for arg in args]
+
+
+class CompileCache:
+    """Lowered (or typed, for stackless) programs keyed by signature and backend."""
+
+    def __init__(self):
+        self._entries: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, program: Program, sig, backend, *, lowered: bool) -> Program:
+        key = (id(program), tuple(sig), type(backend).__name__, lowered)
+        with self._lock:
+            hit = self._entries.get(key)
+        if hit is not None and hit[0] is program:
+            return hit[1]
+        if lowered:
+            compiled = pipeline.compile_program(program, sig, backend)
+        else:
+            compiled = infer_types.run(program, backend, sig)
+        with self._lock:
+            self._entries[key] = (program, compiled)
+        return compiled
+
+
+_DEFAULT_CACHE = CompileCache()
+
+
+def run(
+    program: Program,
+    args: Sequence,
+    *,
+    backend=None,
+    max_stack_depth: int = machine.DEFAULT_MAX_STACK_DEPTH,
+    stackless: bool = False,
+    max_steps: int | None = None,
+    cache: CompileCache | None = None,
+):
+    """Runs ``program``'s main over the batch ``args``; returns main's results, batched."""
+    backend = backend or NumpyBackend()
+    cache = cache or _DEFAULT_CACHE
+    args = [map_pattern(np.asarray, a) for a in args]
+    sig = signature_of(args, backend)
+    if not stackless:
+        lowered = cache.get(program, sig, backend, lowered=True)
+        return machine.execute(
+            lowered, args, backend=backend, max_stack_depth=max_stack_depth, max_steps=max_steps
+        )
+    typed = cache.get(program, sig, backend, lowered=False)
+    inputs = machine.broadcast_inputs(typed, args)
+    return stackless_vm.execute(typed, inputs, batch_size=machine.batch_size_of(typed, args))
