@@ -58,11 +58,16 @@ class RegisterVariable:
         return self.top[lanes.index]
 
     def update(self, value: np.ndarray, lanes: NumpyLanes) -> RegisterVariable:
+        self._set_top(value, lanes)
+        return self
+
+    def _set_top(self, value: np.ndarray, lanes: NumpyLanes) -> None:
         if lanes.index is None:
-            self.top[...] = value
+            # Replace rather than overwrite: a full-width read handed out a view of
+            # the old array, and a parallel copy (a, b = b, a) may still read it.
+            self.top = np.array(np.broadcast_to(value, self.top.shape), dtype=self.top.dtype)
         else:
             self.top[lanes.index] = value
-        return self
 
     def push(self, value, lanes):
         raise TypeError(f"variable {self.name!r} is a register and has no stack")
@@ -103,7 +108,7 @@ class StackVariable(RegisterVariable):
         self.stack[depth, rows] = self.top[rows]
         self.depth[rows] = depth + 1
         self.high_water = max(self.high_water, deepest + 1)
-        self.top[rows] = value
+        self._set_top(value, lanes)
         return self
 
     def pop(self, lanes: NumpyLanes) -> StackVariable:
@@ -112,7 +117,7 @@ class StackVariable(RegisterVariable):
         if len(depth) and depth.min() < 0:
             raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
         self.depth[rows] = depth
-        self.top[rows] = self.stack[depth, rows]
+        self._set_top(self.stack[depth, rows], lanes)
         return self
 
 

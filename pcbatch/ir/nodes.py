@@ -62,7 +62,10 @@ class PrimOp:
 
     Writing a FULL variable in ``vars_out`` pushes: the current value is saved
     on its stack and the result becomes the new top; variables named in
-    ``skip_push_mask`` are updated in place instead.
+    ``skip_push_mask`` are updated in place instead. (In structured programs
+    there are no stacks yet and a write is a plain assignment; lowering marks
+    every write of the program's own ops as in place, so only the compiler's
+    saves push.)
     """
 
     vars_in: tuple

@@ -123,6 +123,17 @@ class _Inference:
                     f"but its outputs are {format_pattern(names)}"
                 )
             return tuple(self.strip_batch(op, s, g, n) for s, g, n in zip(small, large, names))
+        return self.strip_value(op, small, large)
+
+    def strip_value(self, op: PrimOp, small: Any, large: Any) -> Any:
+        """The per-example type (pattern) of one output, seen at two dummy batch sizes."""
+        if is_pattern_node(small):
+            if not is_pattern_node(large) or len(large) != len(small):
+                raise TypeInferenceError(
+                    f"primitive {op.label!r}{where(op.loc)} returned differently structured "
+                    "results for different batch sizes"
+                )
+            return tuple(self.strip_value(op, s, g) for s, g in zip(small, large))
         t_small = self.backend.type_of(small)
         t_large = self.backend.type_of(large)
         s, g = tuple(t_small.shape), tuple(t_large.shape)

@@ -10,13 +10,18 @@ main's function comes first) in which
   argument move is one parallel copy, so ``gcd(b, a)`` and ``x = f(x)`` are
   correct without temporaries;
 - a tail call moves its arguments and jumps: ``goto f.entry``;
-- ``return`` becomes ``indirect_goto`` (pop the program-counter stack).
+- ``return`` becomes ``indirect_goto`` (pop the program-counter stack);
+- the program's own assignments update in place (``skip_push_mask`` = all
+  outputs): in structured IR an assignment is just an assignment, and only the
+  compiler's saves push.
 
 ``program.entries`` maps each function to its entry label, so the VM can name
 the function whose recursion overflows a stack.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from pcbatch.ir.nodes import (
     Block,
@@ -25,9 +30,11 @@ from pcbatch.ir.nodes import (
     GotoOp,
     IndirectGotoOp,
     PopOp,
+    PrimOp,
     PushGotoOp,
     ReturnOp,
     copy_op,
+    writes,
 )
 
 
@@ -48,8 +55,9 @@ def _lower_block(program, block: Block) -> list:
     lowered = []
     label, ops = block.label, []
     for op in block.instructions:
-        if not isinstance(op, FunctionCallOp):
-            ops.append(op)
+        if isinstance(op, PrimOp):
+            # A program's own assignments overwrite in place; only saves push.
+            ops.append(dataclasses.replace(op, skip_push_mask=frozenset(writes(op))))
             continue
         callee = program.function(op.function)
         if op.saves:
