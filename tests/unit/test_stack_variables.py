@@ -196,8 +196,7 @@ class VariableMachine(RuleBasedStateMachine):
         self.high_water = max(self.high_water, max(self.depths()))
 
     @precondition(
-        lambda self: self.alloc == VariableAllocation.FULL
-        and any(len(s) > 1 for s in self.model)
+        lambda self: self.alloc == VariableAllocation.FULL and any(len(s) > 1 for s in self.model)
     )
     @rule(data=st.data())
     def pop(self, data):
@@ -323,9 +322,7 @@ def test_pop_restores_the_value_before_the_push(batch_size, dtype, shape, data):
     max_depth=st.integers(min_value=5, max_value=40),
     data=st.data(),
 )
-def test_stack_grows_on_demand_past_its_initial_capacity(
-    batch_size, dtype, shape, max_depth, data
-):
+def test_stack_grows_on_demand_past_its_initial_capacity(batch_size, dtype, shape, max_depth, data):
     backend = NumpyBackend()
     type_ = TensorType(dtype, shape)
     var = make_stack(batch_size, dtype, shape, max_depth)
@@ -413,8 +410,7 @@ def test_push_under_no_lanes_leaves_high_water_alone():
 @pytest.mark.xfail(
     strict=True,
     raises=StackFull,
-    reason="with max_stack_depth=0 a push under an empty lane set raises StackFull "
-    "naming no rows",
+    reason="with max_stack_depth=0 a push under an empty lane set raises StackFull naming no rows",
 )
 def test_push_under_no_lanes_never_overflows():
     backend = NumpyBackend()
@@ -428,7 +424,8 @@ def test_pop_of_an_empty_stack_is_an_internal_error_and_changes_nothing():
     type_ = TensorType(np.int64, ())
     var = make_stack(4, np.int64, (), 4)
     lanes = NumpyLanes(np.array([1, 3]), 2, 4)
-    var.push(backend.place(5, NumpyLanes(np.array([1]), 1, 4), type_), NumpyLanes(np.array([1]), 1, 4))
+    row_one = NumpyLanes(np.array([1]), 1, 4)
+    var.push(backend.place(5, row_one, type_), row_one)
     before = snapshot(var)
     with pytest.raises(AssertionError, match="underflow"):
         var.pop(lanes)
