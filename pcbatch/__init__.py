@@ -4,20 +4,26 @@ Write a function for one example; pcbatch runs it over a whole batch, every
 batch member a thread with its own program counter.
 """
 
+from pcbatch.api import BatchedFunction, Context
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.errors import (
+    AutobatchSyntaxError,
     BatchSizeError,
     PcbatchError,
     StackOverflowError,
     TypeInferenceError,
     VerificationError,
 )
+from pcbatch.frontend.runtime import truthy
 from pcbatch.ir.types import TensorType, Type, VariableAllocation
 from pcbatch.profiling import Profile, profile
 from pcbatch.vm.machine import StepLimitError
 from pcbatch.vm.runner import run
 
 __all__ = [
+    "AutobatchSyntaxError",
+    "BatchedFunction",
+    "Context",
     "BatchSizeError",
     "NumpyBackend",
     "PcbatchError",
@@ -31,6 +37,7 @@ __all__ = [
     "VerificationError",
     "profile",
     "run",
+    "truthy",
 ]
 
 __version__ = "0.1.0"

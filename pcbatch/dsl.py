@@ -128,7 +128,21 @@ class FunctionBuilder:
         self._assigned: set[str] = set(handle.params)
         self._loops: list[tuple[str, str]] = []  # (continue target, break target)
         self._pending_else: tuple[_Draft, _Draft] | None = None
+        self._loc_override: SourceLoc | None = None
+        self.strict = True
         self._current = self._start_block(f"{handle.name}.entry")
+
+    @contextlib.contextmanager
+    def at(self, loc: SourceLoc) -> Iterator[FunctionBuilder]:
+        """Attributes everything emitted inside to ``loc`` (for generated code)."""
+        saved, self._loc_override = self._loc_override, loc
+        try:
+            yield self
+        finally:
+            self._loc_override = saved
+
+    def _here(self) -> SourceLoc:
+        return self._loc_override if self._loc_override is not None else _user_loc()
 
     # -- naming ----------------------------------------------------------------
     @property
@@ -189,7 +203,7 @@ class FunctionBuilder:
     # -- operands ----------------------------------------------------------------
     def _read(self, local: Any, loc: SourceLoc) -> str:
         _check_local(local, "input")
-        if local not in self._assigned:
+        if self.strict and local not in self._assigned:
             raise ValueError(
                 f"{self.name}: variable {local!r} is read at {loc} but never assigned before"
             )
@@ -219,7 +233,7 @@ class FunctionBuilder:
         Returns:
           ``out`` (the local name or pattern written).
         """
-        loc = _user_loc()
+        loc = self._here()
         vars_in = tuple(self._read(x, loc) for x in inputs)
         out = self._fresh_temp() if out is None else out
         vars_out = self._write_pattern(out)
@@ -228,7 +242,7 @@ class FunctionBuilder:
 
     def const(self, value: Any, *, out: str | None = None) -> Any:
         """Emits ``out = value``: a primitive with no inputs (broadcast to every thread)."""
-        loc = _user_loc()
+        loc = self._here()
         value = map_pattern(np.asarray, value)
         out = self._fresh_temp() if out is None else out
         vars_out = self._write_pattern(out)
@@ -238,7 +252,7 @@ class FunctionBuilder:
 
     def copy(self, *sources: str, out: Any) -> Any:
         """Emits the parallel assignment ``out = sources`` (one name per source)."""
-        loc = _user_loc()
+        loc = self._here()
         vars_in = tuple(self._read(x, loc) for x in sources)
         outs = (out,) if isinstance(out, str) else tuple(out)
         if len(outs) != len(vars_in):
@@ -261,7 +275,7 @@ class FunctionBuilder:
         Returns:
           One name when the callee returns one value, else a tuple of names.
         """
-        loc = _user_loc()
+        loc = self._here()
         callee = self._module._resolve(function, loc)
         if len(args) != len(callee.params):
             raise ValueError(
@@ -285,7 +299,7 @@ class FunctionBuilder:
     # -- control flow ----------------------------------------------------------
     def return_(self, *results: str) -> None:
         """Copies ``results`` into the function's result variables and returns."""
-        loc = _user_loc()
+        loc = self._here()
         if len(results) != self.handle.returns:
             raise ValueError(
                 f"{self.name}: return at {loc} gives {len(results)} values, "
@@ -299,7 +313,7 @@ class FunctionBuilder:
 
     def if_(self, cond: str) -> contextlib.AbstractContextManager:
         """Opens the then-branch of ``if cond``; may be followed by `else_`."""
-        loc = _user_loc()
+        loc = self._here()
         return self._if(self._read(cond, loc), loc)
 
     @contextlib.contextmanager
@@ -321,7 +335,7 @@ class FunctionBuilder:
 
     def else_(self) -> contextlib.AbstractContextManager:
         """Opens the else-branch of the `if_` block that directly precedes it."""
-        loc = _user_loc()
+        loc = self._here()
         pending = self._pending_else
         if pending is None or pending[1] is not self._current:
             raise ValueError(f"{self.name}: else_() at {loc} must directly follow an if_ block")
@@ -345,7 +359,7 @@ class FunctionBuilder:
 
     def loop(self) -> contextlib.AbstractContextManager:
         """Opens ``while True:``; leave it with `break_`, `break_if` or `break_unless`."""
-        return self._loop(_user_loc())
+        return self._loop(self._here())
 
     @contextlib.contextmanager
     def _loop(self, loc: SourceLoc) -> Iterator[FunctionBuilder]:
@@ -370,26 +384,26 @@ class FunctionBuilder:
 
     def break_(self) -> None:
         """Leaves the innermost loop."""
-        loc = _user_loc()
+        loc = self._here()
         _, exit_ = self._innermost_loop("break_()", loc)
         self._pending_else = None
         self._terminate(GotoOp(exit_, loc))
 
     def continue_(self) -> None:
         """Jumps back to the start of the innermost loop."""
-        loc = _user_loc()
+        loc = self._here()
         head, _ = self._innermost_loop("continue_()", loc)
         self._pending_else = None
         self._terminate(GotoOp(head, loc))
 
     def break_unless(self, cond: str) -> None:
         """Leaves the innermost loop where ``cond`` is false; goes on where true."""
-        loc = _user_loc()
+        loc = self._here()
         self._conditional_break(self._read(cond, loc), loc, break_when=False)
 
     def break_if(self, cond: str) -> None:
         """Leaves the innermost loop where ``cond`` is true; goes on where false."""
-        loc = _user_loc()
+        loc = self._here()
         self._conditional_break(self._read(cond, loc), loc, break_when=True)
 
     def _conditional_break(self, cond_var: str, loc: SourceLoc, break_when: bool) -> None:
@@ -521,13 +535,17 @@ class ModuleBuilder:
         function: FunctionHandle | str,
         params: Sequence[str] | None = None,
         returns: int | None = None,
+        loc: SourceLoc | None = None,
     ) -> contextlib.AbstractContextManager:
         """Opens the body of ``function``, declaring it first if needed.
+
+        ``loc`` overrides where the function is said to be defined (for
+        generated code); by default it is the caller's line.
 
         Yields:
           A `FunctionBuilder` for the body.
         """
-        loc = _user_loc()
+        loc = loc or _user_loc()
         name = function.name if isinstance(function, FunctionHandle) else function
         handle = self._handles.get(name)
         if handle is None:

@@ -38,3 +38,14 @@ class StackOverflowError(PcbatchError, ValueError):
 def where(loc) -> str:
     """`` at file:line in fn`` for a SourceLoc, or an empty string."""
     return f" at {loc}" if loc is not None else ""
+
+
+class AutobatchSyntaxError(PcbatchError, SyntaxError):
+    """The function uses Python that pcbatch cannot batch.
+
+    Raised before anything runs, with the user's filename, line, column and
+    source text, so Python's traceback draws a caret under the offending code.
+    """
+
+    def __init__(self, message: str, filename: str, lineno: int, offset: int, text: str):
+        SyntaxError.__init__(self, message, (filename, lineno, offset, text))

@@ -272,6 +272,9 @@ class Function:
 
     ``type_inference`` optionally maps the list of argument `Type`s to the
     list of returned `Type`s, overriding inference from the body.
+    ``maybe_unbound`` names variables that, as in Python, may be read on a
+    path where they were never assigned (e.g. first assigned in a loop); such
+    a read sees zeros instead of being rejected by the verifier.
     """
 
     name: str
@@ -280,6 +283,7 @@ class Function:
     graph: ControlFlowGraph
     type_inference: Callable | None = None
     loc: SourceLoc | None = None
+    maybe_unbound: frozenset = frozenset()
 
 
 def _frozen_map(mapping) -> Mapping:

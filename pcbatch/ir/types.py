@@ -63,8 +63,15 @@ def map_pattern(fn: Callable, *patterns: Any) -> Any:
         for other in patterns[1:]:
             if not is_pattern_node(other) or len(other) != len(first):
                 raise ValueError(f"pattern structures differ: {first!r} vs {other!r}")
-        return type(first)(map_pattern(fn, *items) for items in zip(*patterns))
+        return rebuild(first, [map_pattern(fn, *items) for items in zip(*patterns)])
     return fn(*patterns)
+
+
+def rebuild(like: Any, items: list) -> Any:
+    """A tuple, list or namedtuple of the same kind as ``like`` holding ``items``."""
+    if hasattr(like, "_fields"):
+        return type(like)(*items)
+    return type(like)(items)
 
 
 def flatten(pattern: Any) -> list:

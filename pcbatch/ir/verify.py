@@ -235,7 +235,7 @@ def _check_definite_assignment(program: Program, fn: Function) -> None:
     before, _ = dataflow.solve(
         graph,
         direction=dataflow.FORWARD,
-        boundary=frozenset(fn.vars_in),
+        boundary=frozenset(fn.vars_in) | fn.maybe_unbound,
         initial=universe,
         join=dataflow.intersection,
         transfer=transfer,

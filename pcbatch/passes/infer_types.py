@@ -30,6 +30,7 @@ from pcbatch.ir.types import (
     format_pattern,
     is_pattern_node,
     map_pattern,
+    rebuild,
     same_structure,
 )
 
@@ -133,7 +134,7 @@ class _Inference:
                     f"primitive {op.label!r}{where(op.loc)} returned differently structured "
                     "results for different batch sizes"
                 )
-            return tuple(self.strip_value(op, s, g) for s, g in zip(small, large))
+            return rebuild(small, [self.strip_value(op, s, g) for s, g in zip(small, large)])
         t_small = self.backend.type_of(small)
         t_large = self.backend.type_of(large)
         s, g = tuple(t_small.shape), tuple(t_large.shape)

@@ -12,7 +12,15 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from pcbatch.passes import allocate, infer_types, lower_calls, schedule, stack_opt, tail_calls
+from pcbatch.passes import (
+    allocate,
+    infer_types,
+    lower_calls,
+    prune,
+    schedule,
+    stack_opt,
+    tail_calls,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,6 +34,7 @@ def _infer_types(program, ctx: PassContext):
 
 
 PASSES = (
+    ("prune", prune.run),
     ("infer_types", _infer_types),
     ("tail_calls", tail_calls.run),
     ("schedule", schedule.run),
@@ -38,15 +47,23 @@ PASSES = (
 VERIFY_BY_DEFAULT = False
 
 
+UNTYPED_PASSES = tuple(p for p in PASSES if p[0] != "infer_types")
+
+
 def compile_program(program, sig, backend, *, verify: bool | None = None, stop_after=None):
-    """Runs the pipeline; ``stop_after`` names a pass to stop after (for golden tests)."""
+    """Runs the pipeline; ``stop_after`` names a pass to stop after (for golden tests).
+
+    With ``sig`` or ``backend`` None, type inference is skipped: the result shows
+    the program's shape but cannot run.
+    """
     if verify is None:
         verify = VERIFY_BY_DEFAULT
     check = _verifier() if verify else None
     if check:
         check(program)
-    ctx = PassContext(backend, tuple(sig))
-    for name, run in PASSES:
+    typed = sig is not None and backend is not None
+    ctx = PassContext(backend, tuple(sig) if typed else ())
+    for name, run in PASSES if typed else UNTYPED_PASSES:
         program = run(program, ctx)
         if check:
             check(program)

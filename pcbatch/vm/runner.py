@@ -16,7 +16,7 @@ import numpy as np
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.nodes import Program
 from pcbatch.ir.types import TensorType, Type, map_pattern
-from pcbatch.passes import infer_types, pipeline
+from pcbatch.passes import pipeline
 from pcbatch.vm import machine
 from pcbatch.vm import stackless as stackless_vm
 
@@ -48,7 +48,7 @@ class CompileCache:
         if lowered:
             compiled = pipeline.compile_program(program, sig, backend)
         else:
-            compiled = infer_types.run(program, backend, sig)
+            compiled = pipeline.compile_program(program, sig, backend, stop_after="infer_types")
         with self._lock:
             self._entries[key] = (program, compiled)
         return compiled

@@ -1,0 +1,328 @@
+"""The user API: `Context` and the batched functions it makes.
+
+Usage::
+
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def fib(n):
+        if n <= 2:
+            return 1
+        return fib(n - 1) + fib(n - 2)
+
+    fib(np.array([6, 7, 8]))            # array([ 8, 13, 21])
+    fib(np.array([6, 7, 8]), dry_run=True)   # the same, one example at a time
+
+Functions are compiled from their source on first call (all functions
+decorated in the context by then are compiled together, so they may call each
+other in any order), and the lowered program is cached per argument
+signature and backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pcbatch.analysis.assignment import maybe_unassigned_reads
+from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.dsl import ModuleBuilder
+from pcbatch.frontend import fence
+from pcbatch.frontend.parse import ParsedFunction, parse_function
+from pcbatch.frontend.to_ir import Translator
+from pcbatch.ir.nodes import Module, Program, SourceLoc
+from pcbatch.ir.types import is_pattern_node, map_pattern, rebuild
+from pcbatch.passes import (
+    pipeline,
+)
+from pcbatch.vm import machine, runner
+
+CALL_OPTIONS = (
+    "dry_run",
+    "stackless",
+    "max_stack_depth",
+    "backend",
+    "block_code_cache",
+    "max_steps",
+)
+
+_dry_run = threading.local()
+
+
+def _in_dry_run() -> bool:
+    return getattr(_dry_run, "depth", 0) > 0
+
+
+class BatchedFunction:
+    """A function decorated by `Context.batch`: call it on a batch.
+
+    Call options (keyword-only, besides the function's own arguments):
+      dry_run: run the plain Python function on each batch member separately
+        (its values without the batch dimension) and stack the results.
+      stackless: use the stackless interpreter (recursion through Python).
+      max_stack_depth: the deepest recursion allowed (default 15).
+      backend: the array backend (default: from the arguments; NumPy arrays
+        give `NumpyBackend`).
+      block_code_cache: a dict for compiled block code to live across calls
+        (used by compiled backends; accepted and ignored on NumPy).
+      max_steps: stop with `StepLimitError` after this many VM steps.
+    """
+
+    def __init__(self, context: Context, function: Callable, type_inference: Callable | None):
+        self.context = context
+        self.python_function = function
+        self.type_inference = type_inference
+        self.name = function.__name__
+        self.signature = inspect.signature(function)
+        functools.update_wrapper(self, function)
+
+    def __repr__(self) -> str:
+        return f"<batched function {self.name}>"
+
+    def __call__(self, *args, **kwargs):
+        if _in_dry_run():
+            return self.python_function(*args, **kwargs)
+        options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
+        values = self._bind(args, kwargs)
+        if options.get("dry_run"):
+            return _dry_run_call(self.python_function, values)
+        return self.context._run(self.name, values, options)
+
+    def _bind(self, args: tuple, kwargs: dict) -> list:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(
+                f"{self.name}(): {e}. Call options are: {', '.join(CALL_OPTIONS)}"
+            ) from None
+        bound.apply_defaults()
+        return [_as_array_pattern(v) for v in bound.arguments.values()]
+
+
+def _as_array_pattern(value: Any) -> Any:
+    if is_pattern_node(value):
+        return map_pattern(np.asarray, value)
+    try:
+        return np.asarray(value)
+    except Exception as e:  # noqa: BLE001 - any conversion failure is the user's input
+        raise TypeError(f"cannot use {value!r} as a batched argument: {e}") from None
+
+
+def _batch_size(values: list) -> int:
+    sizes = set()
+    for value in values:
+        for leaf in _leaves(value):
+            if np.ndim(leaf) >= 1 and np.shape(leaf)[0] != 1:
+                sizes.add(np.shape(leaf)[0])
+    if len(sizes) > 1:
+        raise ValueError(f"arguments have different batch sizes {sorted(sizes)}")
+    return sizes.pop() if sizes else 1
+
+
+def _leaves(value: Any) -> list:
+    if is_pattern_node(value):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _example(value: Any, i: int) -> Any:
+    """Batch member ``i`` of an argument (no batch dimension); size-1 batches broadcast."""
+    if is_pattern_node(value):
+        return rebuild(value, [_example(v, i) for v in value])
+    if np.ndim(value) == 0:
+        return value
+    return value[i] if np.shape(value)[0] != 1 else value[0]
+
+
+def _stack(results: list) -> Any:
+    first = results[0]
+    if is_pattern_node(first):
+        return rebuild(first, [_stack([r[k] for r in results]) for k in range(len(first))])
+    return np.stack([np.asarray(r) for r in results])
+
+
+def _dry_run_call(function: Callable, values: list) -> Any:
+    """Runs ``function`` on each batch member alone and stacks the results."""
+    size = _batch_size(values)
+    _dry_run.depth = getattr(_dry_run, "depth", 0) + 1
+    try:
+        results = [function(*[_example(v, i) for v in values]) for i in range(size)]
+    finally:
+        _dry_run.depth -= 1
+    if not results:
+        raise ValueError("dry_run needs a batch of at least one example")
+    return _stack(results)
+
+
+class Context:
+    """Batches Python functions together; see the module docstring."""
+
+    def __init__(self):
+        self._functions: dict[str, BatchedFunction] = {}
+        self._module: Module | None = None
+        self._programs: dict = {}
+        self._cache = runner.CompileCache()
+        self._lock = threading.RLock()
+
+    # -- decorating --------------------------------------------------------------
+    def batch(self, type_inference: Callable | None = None):
+        """Decorates a function to run batched; usable as ``@ctx.batch`` or ``@ctx.batch(...)``.
+
+        Args:
+          type_inference: optional; maps the list of argument `Type`s at a call
+            site to the list of result `Type`s. Types are inferred when omitted.
+        """
+        if isinstance(type_inference, types.FunctionType) and type_inference.__name__ != "<lambda>":
+            return self.batch_uncurried(type_inference)
+        return functools.partial(self._decorate, type_inference=type_inference)
+
+    def _decorate(self, function: Callable, type_inference=None) -> BatchedFunction:
+        return self.batch_uncurried(function, type_inference)
+
+    def batch_uncurried(self, function: Callable, type_inference: Callable | None = None):
+        """The non-decorator form of `batch`."""
+        if not isinstance(function, types.FunctionType):
+            raise TypeError(f"ctx.batch needs a function defined with def, got {function!r}")
+        name = function.__name__
+        with self._lock:
+            if name in self._functions:
+                raise ValueError(
+                    f"a function named {name!r} is already batched in this Context; "
+                    "rename one of them"
+                )
+            batched = BatchedFunction(self, function, type_inference)
+            self._functions[name] = batched
+            self._module = None
+            self._programs.clear()
+        return batched
+
+    def function_names(self) -> list:
+        """Names of the functions decorated in this context, in decoration order."""
+        return list(self._functions)
+
+    # -- compiling -----------------------------------------------------------------
+    def module(self) -> Module:
+        """The IR `Module` of every function decorated so far (compiled once, then cached)."""
+        with self._lock:
+            if self._module is None:
+                self._module = _build_module(self._functions)
+            return self._module
+
+    def program(self, main: str) -> Program:
+        """``self.module().program(main)``; raises ValueError if ``main`` is not decorated."""
+        with self._lock:
+            if main not in self._functions:
+                known = ", ".join(self._functions) or "none"
+                raise ValueError(
+                    f"{main!r} is not a batched function of this Context (known: {known})"
+                )
+            if main not in self._programs:
+                self._programs[main] = self.module().program(main)
+            return self._programs[main]
+
+    def program_compiled(self, main: str, sig: Sequence | None = None, backend=None) -> Program:
+        """The typed, optimized structured program (what the stackless VM runs).
+
+        With ``sig`` or ``backend`` None, type inference is skipped: the result
+        is for inspection only.
+        """
+        return pipeline.compile_program(self.program(main), sig, backend, stop_after="allocate")
+
+    def program_lowered(self, main: str, sig: Sequence | None = None, backend=None) -> Program:
+        """The lowered program the stack machine runs (cached per signature and backend).
+
+        With ``sig`` or ``backend`` None, type inference is skipped: the result
+        is for inspection only.
+        """
+        program = self.program(main)
+        if sig is None or backend is None:
+            return pipeline.compile_program(program, None, None)
+        return self._cache.get(program, list(sig), backend, lowered=True)
+
+    def lowered_for_args(self, name: str, args: Sequence, backend=None) -> Program:
+        """`program_lowered` for the signature of ``args``."""
+        backend = backend or NumpyBackend()
+        values = [_as_array_pattern(a) for a in args]
+        return self.program_lowered(name, runner.signature_of(values, backend), backend)
+
+    # -- running -----------------------------------------------------------------
+    def _run(self, name: str, values: list, options: dict):
+        backend = options.get("backend") or _backend_for(values)
+        program = self.program(name)
+        return runner.run(
+            program,
+            values,
+            backend=backend,
+            max_stack_depth=options.get("max_stack_depth", machine.DEFAULT_MAX_STACK_DEPTH),
+            stackless=bool(options.get("stackless", False)),
+            max_steps=options.get("max_steps"),
+            cache=self._cache,
+        )
+
+
+def _backend_for(values: list):
+    return NumpyBackend()
+
+
+def _build_module(functions: dict) -> Module:
+    parsed = {name: parse_function(bf.python_function) for name, bf in functions.items()}
+    batched_names = frozenset(functions)
+    for p in parsed.values():
+        fence.check(p, batched_names)
+    mb = ModuleBuilder()
+    for name, bf in functions.items():
+        mb.declare(name, params=tuple(bf.signature.parameters), returns=1)
+    for name, p in parsed.items():
+        _define(mb, p, functions)
+    module = mb.module()
+    finished = []
+    for fn in module.functions:
+        fn = _with_type_inference(fn, functions[fn.name].type_inference)
+        finished.append(_with_maybe_unbound(fn))
+    return Module(tuple(finished))
+
+
+def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
+    loc = SourceLoc(p.filename, p.name, p.tree.lineno)
+
+    def resolve(callee_name: str):
+        value = p.closure.get(callee_name, p.globals.get(callee_name))
+        if isinstance(value, BatchedFunction):
+            if value.context is not functions[p.name].context:
+                return None
+            return value
+        return None
+
+    with mb.define(p.name, loc=loc) as fb:
+        Translator(p, fb, resolve).function_body()
+    _, error = mb._defined[p.name]
+    if error:
+        last = p.tree.body[-1]
+        raise p.syntax_error(
+            last,
+            "the function can reach the end of its body without returning a value; "
+            "add a return statement",
+        )
+
+
+def _with_type_inference(fn, type_inference):
+    if type_inference is None:
+        return fn
+    import dataclasses
+
+    return dataclasses.replace(fn, type_inference=type_inference)
+
+
+def _with_maybe_unbound(fn):
+    import dataclasses
+
+    return dataclasses.replace(fn, maybe_unbound=maybe_unassigned_reads(fn))
+
+
+__all__ = ["BatchedFunction", "Context", "pipeline"]

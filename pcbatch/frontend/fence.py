@@ -1,0 +1,217 @@
+"""The fence: reject Python that pcbatch cannot batch, before anything runs.
+
+Every rejection is an `AutobatchSyntaxError` (a `SyntaxError`) at the
+offending node, saying what to write instead. What passes the fence is the
+supported subset: assignments (plain, tuple-unpacking, augmented, annotated),
+``if``/``elif``/``else``, ``while``, ``for ... in range(...)``, ``break``,
+``continue``, ``return`` anywhere, ``pass``, expression statements, and any
+expression, where calls to batched functions must name them directly.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from pcbatch.frontend.parse import ParsedFunction, local_names
+
+_STATEMENTS_OK = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.If,
+    ast.While,
+    ast.For,
+    ast.Break,
+    ast.Continue,
+    ast.Return,
+    ast.Pass,
+    ast.Expr,
+)
+
+_STATEMENT_ADVICE = {
+    ast.Try: "try/except is not supported; check the condition with if instead",
+    ast.With: "with blocks are not supported; move that code into a plain helper function",
+    ast.Raise: "raise is not supported inside a batched function",
+    ast.Assert: "assert is not supported inside a batched function",
+    ast.Global: "global is not supported; pass the value as an argument and return the result",
+    ast.Nonlocal: "nonlocal is not supported; pass the value as an argument and return it",
+    ast.FunctionDef: "nested def is not supported; define the function at module level "
+    "(decorate it too if it should be batched)",
+    ast.AsyncFunctionDef: "async functions are not supported",
+    ast.ClassDef: "class definitions are not supported inside a batched function",
+    ast.Delete: "del is not supported; stop using the variable instead",
+    ast.Import: "import at module level instead",
+    ast.ImportFrom: "import at module level instead",
+    ast.AsyncFor: "async for is not supported",
+    ast.AsyncWith: "async with is not supported",
+}
+
+
+class _Fence(ast.NodeVisitor):
+    def __init__(self, parsed: ParsedFunction, batched_names: frozenset):
+        self.parsed = parsed
+        self.locals = local_names(parsed.tree)
+        self.batched_names = batched_names
+
+    def reject(self, node: ast.AST, message: str):
+        raise self.parsed.syntax_error(node, message)
+
+    # -- statements ------------------------------------------------------------
+    def check_body(self, body: list) -> None:
+        for stmt in body:
+            self.check_statement(stmt)
+
+    def check_statement(self, stmt: ast.stmt) -> None:
+        advice = _STATEMENT_ADVICE.get(type(stmt))
+        if advice is not None:
+            self.reject(stmt, advice)
+        if not isinstance(stmt, _STATEMENTS_OK):
+            self.reject(stmt, f"{type(stmt).__name__} statements are not supported")
+        getattr(self, f"check_{type(stmt).__name__}", self.generic_check)(stmt)
+
+    def generic_check(self, stmt: ast.stmt) -> None:
+        self.visit(stmt)
+
+    def check_Assign(self, stmt: ast.Assign) -> None:
+        for target in stmt.targets:
+            self.check_target(target)
+        self.visit(stmt.value)
+
+    def check_AugAssign(self, stmt: ast.AugAssign) -> None:
+        if not isinstance(stmt.target, ast.Name):
+            self.reject(stmt.target, "augmented assignment must target a plain variable name")
+        self.visit(stmt.value)
+
+    def check_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        if stmt.value is None:
+            self.reject(stmt, "an annotation without a value does nothing; assign a value")
+        self.check_target(stmt.target)
+        self.visit(stmt.value)
+
+    def check_target(self, target: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self.check_target(element)
+            return
+        if isinstance(target, ast.Starred):
+            self.reject(target, "starred assignment is not supported; unpack each element")
+        self.reject(
+            target,
+            "assigning to an item or attribute is not supported; build a new value instead "
+            "(e.g. with np.where or a new tuple)",
+        )
+
+    def check_If(self, stmt: ast.If) -> None:
+        self.visit(stmt.test)
+        self.check_body(stmt.body)
+        self.check_body(stmt.orelse)
+
+    def check_While(self, stmt: ast.While) -> None:
+        if stmt.orelse:
+            self.reject(stmt, "while ... else is not supported; use a flag variable")
+        self.visit(stmt.test)
+        self.check_body(stmt.body)
+
+    def check_For(self, stmt: ast.For) -> None:
+        if stmt.orelse:
+            self.reject(stmt, "for ... else is not supported; use a flag variable")
+        if not isinstance(stmt.target, ast.Name):
+            self.reject(stmt.target, "the loop variable of a batched for must be a plain name")
+        if not _is_range_call(stmt.iter, self.locals):
+            self.reject(
+                stmt.iter,
+                "a batched for loop must iterate over range(...); write a while loop "
+                "for anything else",
+            )
+        call = stmt.iter
+        if not 1 <= len(call.args) <= 3 or call.keywords:
+            self.reject(call, "range() takes 1 to 3 positional arguments")
+        for arg in call.args:
+            self.visit(arg)
+        self.check_body(stmt.body)
+
+    def check_Return(self, stmt: ast.Return) -> None:
+        if stmt.value is None:
+            self.reject(stmt, "a batched function must return a value (return None is not batched)")
+        self.visit(stmt.value)
+
+    # -- expressions ------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id in self.locals:
+            self.reject(
+                node.func,
+                f"calling {node.func.id!r}, a variable, is not supported: call batched and "
+                "plain functions by their own name",
+            )
+        if isinstance(node.func, ast.Name) and node.func.id in self.batched_names:
+            for arg in node.args:
+                if isinstance(arg, ast.Starred):
+                    self.reject(arg, "*args in a call to a batched function is not supported")
+            for kw in node.keywords:
+                if kw.arg is None:
+                    self.reject(
+                        kw.value, "**kwargs in a call to a batched function is not supported"
+                    )
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in self.batched_names and node.id not in self.locals:
+            parent_ok = getattr(node, "_pcbatch_callee", False)
+            if not parent_ok:
+                self.reject(
+                    node,
+                    f"the batched function {node.id!r} can only be called directly, not "
+                    "passed around as a value",
+                )
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.reject(node, "the walrus operator := is not supported; assign in a statement")
+
+    def visit_Yield(self, node: ast.AST) -> None:
+        self.reject(node, "yield is not supported: a batched function returns one value")
+
+    visit_YieldFrom = visit_Yield
+
+    def visit_Await(self, node: ast.AST) -> None:
+        self.reject(node, "await is not supported")
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        for name in ast.walk(node.iter):
+            if isinstance(name, ast.Name) and name.id in self.locals:
+                self.reject(
+                    node.iter,
+                    "a comprehension over a batched value would iterate over the batch; "
+                    "iterate over range(n) with a constant n, or use array operations",
+                )
+        self.generic_visit(node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.generic_visit(node)
+
+
+def _is_range_call(node: ast.expr, locals_: frozenset) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "range"
+        and "range" not in locals_
+    )
+
+
+def _mark_callees(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            node.func._pcbatch_callee = True
+
+
+def check(parsed: ParsedFunction, batched_names: frozenset) -> None:
+    """Raises `AutobatchSyntaxError` at the first construct outside the supported subset."""
+    tree = parsed.tree
+    args = tree.args
+    if args.vararg or args.kwarg:
+        raise parsed.syntax_error(tree, "*args and **kwargs parameters are not supported")
+    _mark_callees(tree)
+    fence = _Fence(parsed, batched_names)
+    fence.check_body(tree.body)

@@ -1,0 +1,366 @@
+"""From a fenced function's AST to structured IR, through the DSL builder.
+
+Straight-line expressions become primitives: each maximal piece of an
+expression that involves no batched call and no short-circuit is compiled
+(with the user's filename and line numbers, so tracebacks point at the user's
+code) into one lambda over the local variables it reads. Calls to batched
+functions become `FunctionCallOp`s; ``and``/``or``/``x if c else y`` and
+chained comparisons whose later operands could fail or call batched code
+become control flow, so those operands run only for the threads that reach
+them; trivially pure ones are evaluated eagerly as per-example selections.
+
+Example: ``return fib(n - 1) + fib(n - 2)`` becomes
+``$0 = (n - 1); $1 = fib($0); $2 = (n - 2); $3 = fib($2); $4 = ($1 + $3); return $4``.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pcbatch.dsl import FunctionBuilder
+from pcbatch.frontend import runtime
+from pcbatch.frontend.parse import ParsedFunction, local_names
+from pcbatch.ir.nodes import SourceLoc
+
+_UNSAFE_NODES = (
+    ast.Call,
+    ast.Subscript,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+    ast.Await,
+)
+
+
+def _is_trivially_pure(node: ast.AST) -> bool:
+    """No call, no indexing: evaluating it for every thread cannot fail or call batched code."""
+    return not any(isinstance(n, _UNSAFE_NODES) for n in ast.walk(node))
+
+
+def _label(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Translator:
+    """Emits one function's body into a `FunctionBuilder`."""
+
+    def __init__(
+        self,
+        parsed: ParsedFunction,
+        builder: FunctionBuilder,
+        resolve_batched: Callable[[str], Any],
+    ):
+        self.parsed = parsed
+        self.fb = builder
+        self.fb.strict = False  # Python allows reads of possibly-unbound locals
+        self.locals = local_names(parsed.tree)
+        self.resolve_batched = resolve_batched
+        self.namespace = {**parsed.globals, **parsed.closure, **runtime.NAMESPACE}
+        self.temps = 0
+
+    # -- helpers ---------------------------------------------------------------
+    def loc(self, node: ast.AST) -> SourceLoc:
+        return SourceLoc(self.parsed.filename, self.parsed.name, getattr(node, "lineno", 0))
+
+    def fresh(self) -> str:
+        self.temps += 1
+        return f"${self.temps}"
+
+    def batched_callee(self, node: ast.AST):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            return None
+        if node.func.id in self.locals:
+            return None
+        return self.resolve_batched(node.func.id)
+
+    def error(self, node: ast.AST, message: str):
+        return self.parsed.syntax_error(node, message)
+
+    # -- statements ------------------------------------------------------------
+    def function_body(self) -> None:
+        self.body(self.parsed.tree.body)
+
+    def body(self, statements: list) -> None:
+        for stmt in statements:
+            with self.fb.at(self.loc(stmt)):
+                getattr(self, f"stmt_{type(stmt).__name__}")(stmt)
+
+    def stmt_Pass(self, stmt) -> None:
+        pass
+
+    def stmt_Expr(self, stmt: ast.Expr) -> None:
+        if isinstance(stmt.value, ast.Constant):
+            return  # a docstring or a bare constant does nothing
+        self.value(stmt.value)
+
+    def stmt_Assign(self, stmt: ast.Assign) -> None:
+        first = _target_pattern(stmt.targets[0])
+        self.value(stmt.value, out=first)
+        for target in stmt.targets[1:]:
+            self.copy(first, _target_pattern(target))
+
+    def stmt_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        self.value(stmt.value, out=_target_pattern(stmt.target))
+
+    def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        name = stmt.target.id
+        combined = ast.BinOp(left=ast.Name(id=name, ctx=ast.Load()), op=stmt.op, right=stmt.value)
+        self.value(ast.copy_location(combined, stmt), out=name)
+
+    def stmt_Return(self, stmt: ast.Return) -> None:
+        self.fb.return_(self.value(stmt.value))
+
+    def stmt_If(self, stmt: ast.If) -> None:
+        cond = self.condition(stmt.test)
+        with self.fb.if_(cond):
+            self.body(stmt.body)
+        if stmt.orelse:
+            with self.fb.else_():
+                self.body(stmt.orelse)
+
+    def stmt_While(self, stmt: ast.While) -> None:
+        always = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
+        with self.fb.loop():
+            if not always:
+                self.fb.break_unless(self.condition(stmt.test))
+            self.body(stmt.body)
+
+    def stmt_For(self, stmt: ast.For) -> None:
+        args = stmt.iter.args
+        start = self.value(args[0]) if len(args) > 1 else self.fb.const(0, out=self.fresh())
+        stop = self.value(args[1] if len(args) > 1 else args[0])
+        step = self.value(args[2]) if len(args) == 3 else self.fb.const(1, out=self.fresh())
+        counter = self.fresh()
+        self.fb.copy(start, out=counter)
+        with self.fb.loop():
+            more = self.fb.prim(
+                _range_continues, counter, stop, step, out=self.fresh(), name="range_test"
+            )
+            self.fb.break_unless(more)
+            self.fb.copy(counter, out=stmt.target.id)
+            self.fb.prim(np.add, counter, step, out=counter, name="range_next")
+            self.body(stmt.body)
+
+    def stmt_Break(self, stmt) -> None:
+        self.fb.break_()
+
+    def stmt_Continue(self, stmt) -> None:
+        self.fb.continue_()
+
+    # -- expressions -----------------------------------------------------------
+    def copy(self, source: Any, target: Any) -> None:
+        if isinstance(source, str):
+            self.fb.copy(source, out=[target] if isinstance(target, tuple) else target)
+        else:
+            self.fb.prim(_identity, *_flat(source), out=target, name="pack")
+
+    def value(self, node: ast.expr, out: Any = None) -> Any:
+        """Emits code computing ``node``; returns the local name (or pattern) holding it."""
+        with self.fb.at(self.loc(node)):
+            if isinstance(node, ast.Name) and node.id in self.locals:
+                if out is None:
+                    return node.id
+                self.copy(node.id, out)
+                return out
+            if self.batched_callee(node) is not None:
+                return self.call(node, out)
+            if isinstance(node, ast.Constant):
+                return self.fb.const(node.value, out=self.out(out))
+            if isinstance(node, (ast.BoolOp, ast.IfExp)) and not _is_trivially_pure(node):
+                return self.short_circuit(node, out)
+            if _is_chain(node) and not _is_trivially_pure(node):
+                return self.short_circuit(self.chain_to_boolop(node), out)
+            residual = _Hoister(self).visit(copy.deepcopy(node))
+            return self.primitive(residual, out)
+
+    def out(self, out: Any) -> Any:
+        return self.fresh() if out is None else out
+
+    def condition(self, test: ast.expr) -> str:
+        """A per-thread bool variable for an ``if``/``while`` test."""
+        with self.fb.at(self.loc(test)):
+            value = self.value(test)
+            return self.fb.prim(runtime.truthy, value, out=self.fresh(), name="truthy")
+
+    def primitive(self, residual: ast.expr, out: Any) -> Any:
+        params = _free_locals(residual, self.locals)
+        lam = ast.Lambda(
+            args=ast.arguments(
+                posonlyargs=[],
+                args=[ast.arg(arg=p) for p in params],
+                kwonlyargs=[],
+                kw_defaults=[],
+                defaults=[],
+            ),
+            body=residual,
+        )
+        expression = ast.fix_missing_locations(ast.copy_location(ast.Expression(lam), residual))
+        ast.copy_location(lam, residual)
+        ast.fix_missing_locations(expression)
+        code = compile(expression, self.parsed.filename, "eval")
+        function = eval(code, self.namespace)  # noqa: S307 - the user's own expression
+        return self.fb.prim(function, *params, out=self.out(out), name=_label(residual))
+
+    def call(self, node: ast.Call, out: Any) -> Any:
+        callee = self.batched_callee(node)
+        try:
+            bound = callee.signature.bind(*node.args, **{k.arg: k.value for k in node.keywords})
+        except TypeError as e:
+            raise self.error(node, f"bad call to batched function {callee.name!r}: {e}") from None
+        args = []
+        for name, param in callee.signature.parameters.items():
+            if name in bound.arguments:
+                args.append(self.value(bound.arguments[name]))
+            elif param.default is not inspect.Parameter.empty:
+                args.append(self.fb.const(param.default, out=self.fresh()))
+        target = self.out(out)
+        self.fb.call(callee.name, *args, out=[target])
+        return target
+
+    def short_circuit(self, node: ast.expr, out: Any) -> Any:
+        """``and``/``or``/conditional expression as control flow into one result variable."""
+        result = self.fresh() if out is None or not isinstance(out, str) else out
+        if isinstance(node, ast.IfExp):
+            cond = self.condition(node.test)
+            with self.fb.if_(cond):
+                self.value(node.body, out=result)
+            with self.fb.else_():
+                self.value(node.orelse, out=result)
+        else:
+            self.value(node.values[0], out=result)
+            for operand in node.values[1:]:
+                test = self.fb.prim(runtime.truthy, result, out=self.fresh(), name="truthy")
+                if isinstance(node.op, ast.Or):
+                    test = self.fb.prim(np.logical_not, test, out=self.fresh(), name="not")
+                with self.fb.if_(test):
+                    self.value(operand, out=result)
+        if out is not None and out != result:
+            self.copy(result, out)
+            return out
+        return result
+
+    def chain_to_boolop(self, node: ast.Compare) -> ast.BoolOp:
+        """``a < b < c`` as ``a < b and b < c``, evaluating ``b`` once."""
+        left = node.left
+        parts = []
+        for op, right in zip(node.ops, node.comparators):
+            if not (isinstance(right, ast.Name) or isinstance(right, ast.Constant)):
+                right = ast.copy_location(ast.Name(id=self.value(right), ctx=ast.Load()), right)
+            parts.append(
+                ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)
+            )
+            left = right
+        return ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), node)
+
+
+class _Hoister(ast.NodeTransformer):
+    """Replaces batched calls and real short-circuits by temporaries, in evaluation order,
+    and Python's boolean operators by their per-example forms."""
+
+    def __init__(self, translator: Translator):
+        self.t = translator
+
+    def _temp(self, name: str, like: ast.AST) -> ast.Name:
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), like)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if self.t.batched_callee(node) is not None:
+            return self._temp(self.t.call(node, None), node)
+        return self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        if not _is_trivially_pure(node):
+            return self._temp(self.t.short_circuit(node, None), node)
+        node = self.generic_visit(node)
+        helper = "__pcb_and" if isinstance(node.op, ast.And) else "__pcb_or"
+        result = node.values[0]
+        for operand in node.values[1:]:
+            result = ast.copy_location(
+                ast.Call(
+                    func=ast.Name(id=helper, ctx=ast.Load()), args=[result, operand], keywords=[]
+                ),
+                node,
+            )
+        return result
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        if not _is_trivially_pure(node):
+            return self._temp(self.t.short_circuit(node, None), node)
+        node = self.generic_visit(node)
+        call = ast.Call(
+            func=ast.Name(id="__pcb_select", ctx=ast.Load()),
+            args=[node.test, node.body, node.orelse],
+            keywords=[],
+        )
+        return ast.copy_location(call, node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if len(node.ops) == 1:
+            return self.generic_visit(node)
+        if not _is_trivially_pure(node):
+            return self._temp(self.t.short_circuit(self.t.chain_to_boolop(node), None), node)
+        node = self.generic_visit(node)
+        pairs, left = [], node.left
+        for op, right in zip(node.ops, node.comparators):
+            pairs.append(
+                ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)
+            )
+            left = right
+        return self.visit_BoolOp(ast.copy_location(ast.BoolOp(op=ast.And(), values=pairs), node))
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        node = self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            call = ast.Call(
+                func=ast.Name(id="__pcb_not", ctx=ast.Load()), args=[node.operand], keywords=[]
+            )
+            return ast.copy_location(call, node)
+        return node
+
+    # Nested scopes run inside the primitive as ordinary Python.
+    def visit_Lambda(self, node):
+        return node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+
+def _is_chain(node: ast.AST) -> bool:
+    return isinstance(node, ast.Compare) and len(node.ops) > 1
+
+
+def _target_pattern(target: ast.expr) -> Any:
+    if isinstance(target, ast.Name):
+        return target.id
+    return tuple(_target_pattern(t) for t in target.elts)
+
+
+def _flat(pattern: Any) -> list:
+    if isinstance(pattern, str):
+        return [pattern]
+    return [leaf for p in pattern for leaf in _flat(p)]
+
+
+def _identity(*values):
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _free_locals(node: ast.AST, locals_: frozenset) -> list:
+    seen = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and (n.id in locals_ or n.id.startswith("$")):
+            if n.id not in seen:
+                seen.append(n.id)
+    return seen
+
+
+def _range_continues(counter, stop, step):
+    return np.where(np.asarray(step) > 0, counter < stop, counter > stop)
