@@ -278,7 +278,7 @@ def _build_module(functions: dict) -> Module:
     mb = ModuleBuilder()
     for name, bf in functions.items():
         mb.declare(name, params=tuple(bf.signature.parameters), returns=1)
-    for name, p in parsed.items():
+    for p in parsed.values():
         _define(mb, p, functions)
     module = mb.module()
     finished = []

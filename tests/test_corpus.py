@@ -42,9 +42,7 @@ def test_batched_equals_per_example(entry, stackless, batch_size):
     program = entry.build()
     args = entry.make_args(rng, batch_size)
     expected = _ground_truth(program, args)
-    actual = runner.run(
-        program, args, stackless=stackless, max_stack_depth=entry.max_stack_depth
-    )
+    actual = runner.run(program, args, stackless=stackless, max_stack_depth=entry.max_stack_depth)
     _assert_same(actual, expected)
 
 

@@ -100,8 +100,10 @@ class StackVariable(RegisterVariable):
 
     def push(self, value: np.ndarray, lanes: NumpyLanes) -> StackVariable:
         rows = lanes.rows()
+        if not len(rows):
+            return self
         depth = self.depth[rows]
-        deepest = int(depth.max()) if len(depth) else 0
+        deepest = int(depth.max())
         if deepest >= self.max_depth:
             raise StackFull(self.name, rows[depth >= self.max_depth])
         self._grow_to(deepest + 1)
@@ -132,10 +134,13 @@ def _shape_merge(s1, s2):
     s2 = [1] * (width - len(s2)) + s2
     merged = []
     for a, b in zip(s1, s2):
-        if a == b or b == 1 or b is None:
+        if a == b:
             merged.append(a)
-        elif a == 1 or a is None:
-            merged.append(b)
+        elif a is None or b is None:
+            known = b if a is None else a
+            merged.append(None if known == 1 else known)  # 1 broadcasts to the unknown size
+        elif a == 1 or b == 1:
+            merged.append(b if a == 1 else a)
         else:
             raise ValueError(f"shapes {s1} and {s2} are not broadcast-compatible")
     return merged
@@ -260,7 +265,8 @@ class NumpyBackend:
         """Selects rows of ``x`` where ``condition``; ``condition`` may be per-row."""
         x, y = np.asarray(x), np.asarray(y)
         condition = np.asarray(condition)
-        condition = condition.reshape(condition.shape + (1,) * (x.ndim - condition.ndim))
+        rank = max(x.ndim, y.ndim)
+        condition = condition.reshape(condition.shape + (1,) * (rank - condition.ndim))
         return np.where(condition, x, y)
 
     def while_loop(self, cond, body, loop_vars, name=None):

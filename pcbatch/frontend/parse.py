@@ -8,6 +8,7 @@ every error and every compiled primitive points at the user's own code.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import inspect
 import linecache
@@ -49,10 +50,8 @@ class ParsedFunction:
 def _closure_values(fn: types.FunctionType) -> dict:
     values = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        try:
+        with contextlib.suppress(ValueError):  # an empty cell: not bound yet
             values[name] = cell.cell_contents
-        except ValueError:  # an empty cell: the variable is not bound yet
-            pass
     return values
 
 

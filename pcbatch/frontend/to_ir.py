@@ -253,7 +253,7 @@ class Translator:
         left = node.left
         parts = []
         for op, right in zip(node.ops, node.comparators):
-            if not (isinstance(right, ast.Name) or isinstance(right, ast.Constant)):
+            if not isinstance(right, (ast.Name, ast.Constant)):
                 right = ast.copy_location(ast.Name(id=self.value(right), ctx=ast.Load()), right)
             parts.append(
                 ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)
@@ -356,9 +356,9 @@ def _identity(*values):
 def _free_locals(node: ast.AST, locals_: frozenset) -> list:
     seen = []
     for n in ast.walk(node):
-        if isinstance(n, ast.Name) and (n.id in locals_ or n.id.startswith("$")):
-            if n.id not in seen:
-                seen.append(n.id)
+        is_local = isinstance(n, ast.Name) and (n.id in locals_ or n.id.startswith("$"))
+        if is_local and n.id not in seen:
+            seen.append(n.id)
     return seen
 
 

@@ -339,6 +339,8 @@ def execute(
     if batch_size:
         run.pc = run.pc.push(backend.place(0, everyone, PC_TYPE), everyone)
     runners = [_block_runner(b) for b in program.graph]
+    if batch_size == 0:
+        return _outputs(run)
     try:
         _loop(run, runners, halt, max_steps)
     except StackFull as full:

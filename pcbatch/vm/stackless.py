@@ -24,6 +24,13 @@ from pcbatch.ir.types import is_pattern_node, map_pattern
 _BACKEND = NumpyBackend()
 
 
+def _scatter(rows):
+    def store(storage, value):
+        storage[rows] = value
+
+    return store
+
+
 class _Activation:
     """One call of one function over ``size`` threads: storage for its variables."""
 
@@ -45,13 +52,12 @@ class _Activation:
             )
         placed = map_pattern(lambda t, v: _BACKEND.place(v, lanes, t), var_type.tensors, value)
 
-        def store(storage, v):
-            if lanes.index is None:
-                storage[...] = v
-            else:
-                storage[lanes.index] = v
-
-        map_pattern(store, self.values[name], placed)
+        if lanes.index is None:
+            # Replace rather than overwrite: a full-width read of this variable
+            # may still be an input of the same parallel assignment (a, b = b, a).
+            self.values[name] = map_pattern(np.array, placed)
+        else:
+            map_pattern(_scatter(lanes.index), self.values[name], placed)
 
     def bind(self, names, values, lanes, op) -> None:
         if is_pattern_node(names):

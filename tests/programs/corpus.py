@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +41,7 @@ class CorpusProgram:
     build: Callable[[], Program]
     make_args: Callable[[np.random.RandomState, int], list]
     max_stack_depth: int
-    reference: Optional[Callable[..., Any]] = None
+    reference: Callable[..., Any] | None = None
     needs_tail_calls: bool = False
 
 
@@ -256,9 +256,7 @@ def build_collatz() -> Program:
         f.const(0, out="steps")
         with f.loop():
             f.break_unless(f.prim(lambda c: c != 1, "cur", name="not_one"))
-            f.prim(
-                lambda c: np.where(c % 2 == 0, c // 2, 3 * c + 1), "cur", out="cur", name="step"
-            )
+            f.prim(lambda c: np.where(c % 2 == 0, c // 2, 3 * c + 1), "cur", out="cur", name="step")
             f.prim(lambda s: s + 1, "steps", out="steps", name="inc")
         f.return_("steps")
     return mb.program("main")
@@ -367,9 +365,7 @@ def _one_int(low: int, high: int):
 
 
 CORPUS = [
-    CorpusProgram(
-        "constant", build_constant, _one_int(-5, 5), 1, reference=lambda x: 42
-    ),
+    CorpusProgram("constant", build_constant, _one_int(-5, 5), 1, reference=lambda x: 42),
     CorpusProgram(
         "single_if",
         build_single_if,
@@ -385,9 +381,7 @@ CORPUS = [
         reference=_nested_patterns_reference,
     ),
     CorpusProgram("fib", build_fib, _one_int(1, 12), 12, reference=_fib),
-    CorpusProgram(
-        "even_odd", build_even_odd, _one_int(0, 30), 32, reference=lambda n: n % 2 == 0
-    ),
+    CorpusProgram("even_odd", build_even_odd, _one_int(0, 30), 32, reference=lambda n: n % 2 == 0),
     CorpusProgram(
         "gcd_mod",
         build_gcd_mod,

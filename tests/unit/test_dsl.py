@@ -213,8 +213,9 @@ def test_mutual_recursion_with_forward_declarations():
 
 def test_return_arity_error():
     mb = dsl.ModuleBuilder()
-    with mb.define("main", params=("x",), returns=2) as f, pytest.raises(
-        ValueError, match="gives 1 values, but the function returns 2"
+    with (
+        mb.define("main", params=("x",), returns=2) as f,
+        pytest.raises(ValueError, match="gives 1 values, but the function returns 2"),
     ):
         f.return_("x")
 
@@ -229,8 +230,9 @@ def test_falling_off_the_end_is_an_error_at_module_time():
 
 def test_calling_an_undeclared_function():
     mb = dsl.ModuleBuilder()
-    with mb.define("main", params=("x",)) as f, pytest.raises(
-        ValueError, match="undeclared function 'nope'"
+    with (
+        mb.define("main", params=("x",)) as f,
+        pytest.raises(ValueError, match="undeclared function 'nope'"),
     ):
         f.call("nope", "x")
 
@@ -247,8 +249,9 @@ def test_call_argument_and_result_counts():
 
 def test_reading_an_undefined_local():
     mb = dsl.ModuleBuilder()
-    with mb.define("main", params=("x",)) as f, pytest.raises(
-        ValueError, match="'y' is read at .*test_dsl.py"
+    with (
+        mb.define("main", params=("x",)) as f,
+        pytest.raises(ValueError, match="'y' is read at .*test_dsl.py"),
     ):
         f.prim(np.negative, "y")
 

@@ -213,11 +213,6 @@ def test_merge_shapes_raises_value_error_when_incompatible(be, s1, s2):
         be.merge_shapes(s1, s2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="merge_shapes merges a known 1 with an unknown dimension into 1, but the "
-    "broadcast of 1 with an unknown n is n (unknown); [None] with [1] gives [None]",
-)
 def test_merge_shapes_of_one_and_unknown_is_unknown(be):
     assert list(be.merge_shapes([1], [None])) == [None]
 
@@ -509,3 +504,8 @@ def test_all_lane_read_is_a_snapshot_across_full_width_writes(be):
     var.pop(everyone)
     assert (first == 1.0).all() and (second == 2.0).all() and (third == 3.0).all()
     assert (var.read(everyone) == 1.0).all()
+
+
+def test_where_aligns_a_per_row_condition_with_the_larger_operand(be):
+    result = be.where(np.array([True, False, True]), 0, np.arange(9).reshape(3, 3))
+    np.testing.assert_array_equal(result, [[0, 0, 0], [3, 4, 5], [0, 0, 0]])

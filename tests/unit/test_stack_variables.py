@@ -393,11 +393,6 @@ def test_operations_under_no_lanes_change_nothing(batch_size, dtype, shape, data
     assert_same_snapshot(before, snapshot(var))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="StackVariable.push under an empty lane set raises the high-water mark to "
-    "deepest + 1 = 1 although nothing was pushed",
-)
 def test_push_under_no_lanes_leaves_high_water_alone():
     backend = NumpyBackend()
     var = make_stack(3, np.int64, (), 4)
@@ -407,11 +402,6 @@ def test_push_under_no_lanes_leaves_high_water_alone():
     assert var.high_water == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=StackFull,
-    reason="with max_stack_depth=0 a push under an empty lane set raises StackFull naming no rows",
-)
 def test_push_under_no_lanes_never_overflows():
     backend = NumpyBackend()
     var = make_stack(3, np.int64, (), 0)
