@@ -219,7 +219,14 @@ class FunctionBuilder:
         return map_pattern(self.qualify, out)
 
     # -- straight-line code ----------------------------------------------------
-    def prim(self, function: Callable, *inputs: str, out: Any = None, name: str = "") -> Any:
+    def prim(
+        self,
+        function: Callable,
+        *inputs: str,
+        out: Any = None,
+        name: str = "",
+        per_example: bool = False,
+    ) -> Any:
         """Emits a primitive: ``out = function(*inputs)``, batched.
 
         Args:
@@ -229,6 +236,8 @@ class FunctionBuilder:
           out: a local name or nested tuple pattern of names; a fresh
             temporary when omitted.
           name: the label the printer shows; defaults to ``function.__name__``.
+          per_example: ``function`` is written for one example (no batch
+            dimension) and each backend vectorizes it.
 
         Returns:
           ``out`` (the local name or pattern written).
@@ -237,7 +246,7 @@ class FunctionBuilder:
         vars_in = tuple(self._read(x, loc) for x in inputs)
         out = self._fresh_temp() if out is None else out
         vars_out = self._write_pattern(out)
-        self._emit(PrimOp(vars_in, vars_out, function, frozenset(), loc, name))
+        self._emit(PrimOp(vars_in, vars_out, function, frozenset(), loc, name, per_example))
         return out
 
     def const(self, value: Any, *, out: str | None = None) -> Any:

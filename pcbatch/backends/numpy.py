@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.backends import batched_array
 from pcbatch.ir.types import TensorType, Type, VariableAllocation, map_pattern
 
 
@@ -170,9 +171,21 @@ class NumpyBackend:
             return NumpyLanes(None, size, size)
         return NumpyLanes(index, len(index), size)
 
-    def place(self, value, lanes: NumpyLanes, type_: TensorType) -> np.ndarray:
-        """``value`` cast to ``type_`` and broadcast to the lanes' rows."""
+    def place(
+        self, value, lanes: NumpyLanes, type_: TensorType, leading_batch: bool = False
+    ) -> np.ndarray:
+        """``value`` cast to ``type_`` and broadcast to the lanes' rows.
+
+        By default ``value`` broadcasts as NumPy aligns shapes (from the right,
+        the batch dimension included). With ``leading_batch`` its first
+        dimension is the batch (or 1) and the rest is per-example, so a
+        per-example scalar fills a per-example vector.
+        """
         array = np.asarray(value)
+        if leading_batch:
+            missing = len(type_.shape) - (array.ndim - 1)
+            if missing > 0:
+                array = array.reshape(array.shape[:1] + (1,) * missing + array.shape[1:])
         if array.dtype != type_.dtype:
             if not np.can_cast(array.dtype, type_.dtype, casting="same_kind"):
                 raise TypeError(f"got dtype {array.dtype}, expected {np.dtype(type_.dtype)}")
@@ -181,6 +194,10 @@ class NumpyBackend:
 
     def gather(self, value: np.ndarray, lanes: NumpyLanes) -> np.ndarray:
         return value if lanes.index is None else value[lanes.index]
+
+    def vectorize(self, function: Callable) -> Callable:
+        """A function written for one example, applied to batched arrays."""
+        return batched_array.vectorize(function)
 
     def select(self, condition, if_true, if_false):
         return np.where(condition, if_true, if_false)

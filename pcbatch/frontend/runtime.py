@@ -1,8 +1,8 @@
-"""Helpers that compiled primitives call: truthiness and per-example selection.
+"""Helpers that the frontend's compiled primitives call, written for one example.
 
-Every value a primitive sees carries a leading batch dimension, so Python's
-``not``, ``and``, ``or`` and ``x if c else y`` become elementwise selections
-along that dimension.
+The frontend's primitives are per-example functions (vectorized by the
+backend), so Python's ``not``, ``and``, ``or`` and ``x if c else y`` on values
+become these NumPy forms, and a branch condition becomes one bool per example.
 """
 
 from __future__ import annotations
@@ -11,33 +11,26 @@ import numpy as np
 
 
 def truthy(x):
-    """Normalizes a condition to one bool per batch member (shape ``[batch]``).
+    """Normalizes a value to one bool, for use as an ``if``/``while`` condition.
 
-    Python scalars become 0-d bools. A batched value whose per-example shape
-    has only size-1 dimensions is squeezed to ``[batch]``; a larger per-example
-    shape is ambiguous (as ``bool(array)`` is in Python) and raises.
+    A per-example value must have only size-1 dimensions (as ``bool(array)``
+    requires in Python); it becomes a 0-d bool. Works on plain values and, in
+    a batched run, on each example's value.
     """
-    if isinstance(x, (bool, int, float, np.bool_, np.number)):
-        return np.bool_(x)
-    array = np.asarray(x)
-    if array.ndim <= 1:
-        return array.astype(bool) if array.dtype != np.bool_ else array
-    if any(d != 1 for d in array.shape[1:]):
+    shape = np.shape(x)
+    if any(d != 1 for d in shape):
         raise ValueError(
-            f"a condition must be one value per example, but it has per-example shape "
-            f"{array.shape[1:]}; reduce it with np.all(..., axis=-1) or np.any(..., axis=-1)"
+            f"a condition must be a single value per example, but it has shape {shape}; "
+            "reduce it with np.all(...) or np.any(...)"
         )
-    return array.reshape(array.shape[0]).astype(bool)
+    if shape:
+        x = x.reshape(())
+    return x.astype(bool) if hasattr(x, "astype") else np.bool_(x)
 
 
 def select(condition, if_true, if_false):
-    """``if_true if condition else if_false``, per batch member."""
-    cond = truthy(condition)
-    if_true, if_false = np.asarray(if_true), np.asarray(if_false)
-    rank = max(if_true.ndim, if_false.ndim)
-    if cond.ndim == 1 and rank > 1:
-        cond = cond.reshape(cond.shape + (1,) * (rank - 1))
-    return np.where(cond, if_true, if_false)
+    """``if_true if condition else if_false`` with both sides already evaluated."""
+    return np.where(truthy(condition), if_true, if_false)
 
 
 def logical_not(x):
@@ -45,7 +38,7 @@ def logical_not(x):
 
 
 def logical_and(left, right):
-    """``left and right``, per batch member, with both sides already evaluated."""
+    """``left and right`` with both sides already evaluated."""
     return select(left, right, left)
 
 

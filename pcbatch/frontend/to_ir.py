@@ -189,7 +189,9 @@ class Translator:
         """A per-thread bool variable for an ``if``/``while`` test."""
         with self.fb.at(self.loc(test)):
             value = self.value(test)
-            return self.fb.prim(runtime.truthy, value, out=self.fresh(), name="truthy")
+            return self.fb.prim(
+                runtime.truthy, value, out=self.fresh(), name="truthy", per_example=True
+            )
 
     def primitive(self, residual: ast.expr, out: Any) -> Any:
         params = _free_locals(residual, self.locals)
@@ -208,7 +210,9 @@ class Translator:
         ast.fix_missing_locations(expression)
         code = compile(expression, self.parsed.filename, "eval")
         function = eval(code, self.namespace)  # noqa: S307 - the user's own expression
-        return self.fb.prim(function, *params, out=self.out(out), name=_label(residual))
+        return self.fb.prim(
+            function, *params, out=self.out(out), name=_label(residual), per_example=True
+        )
 
     def call(self, node: ast.Call, out: Any) -> Any:
         callee = self.batched_callee(node)
@@ -238,9 +242,10 @@ class Translator:
         else:
             self.value(node.values[0], out=result)
             for operand in node.values[1:]:
-                test = self.fb.prim(runtime.truthy, result, out=self.fresh(), name="truthy")
-                if isinstance(node.op, ast.Or):
-                    test = self.fb.prim(np.logical_not, test, out=self.fresh(), name="not")
+                helper = runtime.logical_not if isinstance(node.op, ast.Or) else runtime.truthy
+                test = self.fb.prim(
+                    helper, result, out=self.fresh(), name=helper.__name__, per_example=True
+                )
                 with self.fb.if_(test):
                     self.value(operand, out=result)
         if out is not None and out != result:

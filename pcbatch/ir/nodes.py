@@ -62,7 +62,12 @@ class PrimOp:
 
     Writing a FULL variable in ``vars_out`` pushes: the current value is saved
     on its stack and the result becomes the new top; variables named in
-    ``skip_push_mask`` are updated in place instead. (In structured programs
+    ``skip_push_mask`` are updated in place instead.
+
+    With ``per_example=True`` the function is written for ONE example instead
+    (the frontend compiles the user's expressions so); each backend vectorizes
+    it (`NumpyBackend.vectorize`, ``jax.vmap``) and the contract above holds
+    for the vectorized function. (In structured programs
     there are no stacks yet and a write is a plain assignment; lowering marks
     every write of the program's own ops as in place, so only the compiler's
     saves push.)
@@ -74,12 +79,19 @@ class PrimOp:
     skip_push_mask: frozenset = frozenset()
     loc: SourceLoc | None = None
     name: str = ""
+    per_example: bool = False
 
     def replace(self, vars_out=None) -> PrimOp:
         """A copy of this op with ``vars_out`` replaced."""
         if vars_out is None:
             return self
         return dataclasses.replace(self, vars_out=vars_out)
+
+    def batched_function(self, backend) -> Callable:
+        """The function with the batched contract on ``backend``."""
+        if not self.per_example:
+            return self.function
+        return backend.vectorize(self.function)
 
     @property
     def is_copy(self) -> bool:

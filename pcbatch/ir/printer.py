@@ -19,7 +19,8 @@ blocks) and lowered programs (one flat graph) print. Example::
 Instruction forms:
 
 * primitive: ``a, (b, c) = label(x, y)``; a lone name in a one-element tuple
-  prints as ``(a,)``. Outputs that push print as `` [push a, b]``: those not
+  prints as ``(a,)``; a function written for one example adds
+  `` [per_example]``. Outputs that push print as `` [push a, b]``: those not
   in ``skip_push_mask`` whose allocation is FULL, shown only once the program
   has allocations (or is lowered), since before allocation no write pushes.
 * call: ``r0, r1 = call f(x) [saves a, b] [tail]``
@@ -79,6 +80,9 @@ def _pushed(op: PrimOp, program: Program | None) -> list:
 
 def _format_prim(op: PrimOp, program: Program | None) -> str:
     text = f"{_outputs(op.vars_out)} = {op.label}({_names(op.vars_in)})"
+    # getattr: ``per_example`` is a later addition to PrimOp.
+    if getattr(op, "per_example", False):
+        text += " [per_example]"
     pushed = _pushed(op, program)
     if pushed:
         text += f" [push {_names(pushed)}]"

@@ -22,7 +22,8 @@ Structured programs (``functions`` set) must have:
 
 Lowered programs (``graph`` set, ``functions == ()``) must have straight-line
 ops (`PrimOp`, `PopOp`) and lowered terminators (`BranchOp`, `GotoOp`,
-`PushGotoOp`, `IndirectGotoOp`, `HaltOp`) with existing targets, a type and an
+`PushGotoOp`, `IndirectGotoOp`, `HaltOp`) with existing targets (and
+``entries``), a type and an
 allocation for every variable read, and FULL allocation for popped variables.
 
 Definite assignment uses the shared solver in `pcbatch.analysis.dataflow`.
@@ -283,6 +284,9 @@ def _verify_lowered(program: Program) -> None:
         site.fail("a lowered program must have functions == ()")
     if len(program.graph) == 0:
         site.fail("the lowered graph has no blocks")
+    for name, label in program.entries.items():
+        if label not in program.graph:
+            site.fail(f"the entry of function {name!r} is unknown block {label!r}")
     for block in program.graph:
         block_site = _Site(program, None, block, typed=True)
         for i, op in enumerate(block.instructions):

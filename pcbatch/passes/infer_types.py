@@ -108,12 +108,15 @@ class _Inference:
         for batch in _DUMMY_BATCHES:
             batched = [_with_batch(t, batch) for t in in_types]
             try:
-                results.append(self.backend.run_on_dummies(op.function, batched))
+                function = op.batched_function(self.backend)
+                results.append(self.backend.run_on_dummies(function, batched))
             except Exception as e:
                 raise TypeInferenceError(
                     f"primitive {op.label!r}{where(op.loc)} failed on dummy inputs of types "
                     f"{list(in_types)}: {type(e).__name__}: {e}"
                 ) from e
+        if op.per_example:  # every result leads with the batch (or 1): drop it
+            return Type(map_pattern(_drop_batch(self.backend), results[0]))
         return Type(self.strip_batch(op, results[0], results[1], op.vars_out))
 
     def strip_batch(self, op: PrimOp, small: Any, large: Any, names: Any) -> Any:
@@ -197,8 +200,24 @@ class _Inference:
                             )
 
 
+def _drop_batch(backend):
+    def drop(value) -> TensorType:
+        t = backend.type_of(value)
+        return TensorType(t.dtype, tuple(t.shape[1:]))
+
+    return drop
+
+
 def _with_batch(t: Type, batch: int) -> Type:
     return Type(map_pattern(lambda leaf: TensorType(leaf.dtype, (batch, *leaf.shape)), t.tensors))
+
+
+def _drop_batch(backend):
+    def drop(value) -> TensorType:
+        t = backend.type_of(value)
+        return TensorType(t.dtype, tuple(t.shape[1:]))
+
+    return drop
 
 
 def _with_batch(t: Type, batch: int) -> Type:

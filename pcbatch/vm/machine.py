@@ -87,7 +87,10 @@ def _read(run: _Run, name: str, lanes, env: dict):
 def _place(run: _Run, name: str, value, lanes, op) -> Any:
     var_type = run.program.var_types[name]
     try:
-        return map_pattern(lambda t, v: run.backend.place(v, lanes, t), var_type.tensors, value)
+        batched = isinstance(op, PrimOp) and op.per_example
+        return map_pattern(
+            lambda t, v: run.backend.place(v, lanes, t, batched), var_type.tensors, value
+        )
     except (TypeError, ValueError) as e:
         what = f"primitive {op.label!r}" if isinstance(op, PrimOp) else "an instruction"
         shape = format_pattern(value, lambda v: str(getattr(v, "shape", type(v).__name__)))
@@ -130,7 +133,7 @@ def _bind(run, names, values, lanes, env, op) -> None:
 # Instructions
 
 
-def _run_prim(run: _Run, op: PrimOp, lanes, env: dict) -> None:
+def _run_prim(run: _Run, op: PrimOp, function, lanes, env: dict) -> None:
     inputs = [_read(run, v, lanes, env) for v in op.vars_in]
     if op.is_copy:
         outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
@@ -138,7 +141,7 @@ def _run_prim(run: _Run, op: PrimOp, lanes, env: dict) -> None:
         if run.profile is not None:
             run.profile.record_primitive(op.label, lanes.count, run.batch_size)
         try:
-            outputs = op.function(*inputs)
+            outputs = function(*inputs)
         except Exception as e:
             e.add_note(f"in pcbatch primitive {op.label!r}{where(op.loc)}")
             raise
@@ -173,12 +176,18 @@ def _run_terminator(run: _Run, term, lanes, env: dict) -> None:
         raise PcbatchError(f"{type(term).__name__} cannot end a lowered block")
 
 
-def _block_runner(block):
+def _block_runner(block, backend):
+    # Vectorize per-example primitives once per run, not once per step.
+    functions = [
+        op.batched_function(backend) if isinstance(op, PrimOp) else None
+        for op in block.instructions
+    ]
+
     def run_block(run: _Run, lanes) -> None:
         env: dict = {}
-        for op in block.instructions:
+        for op, function in zip(block.instructions, functions):
             if isinstance(op, PrimOp):
-                _run_prim(run, op, lanes, env)
+                _run_prim(run, op, function, lanes, env)
             elif isinstance(op, PopOp):
                 _run_pop(run, op, lanes, env)
             else:
@@ -338,7 +347,7 @@ def execute(
     run.pc = run.pc.update(backend.place(halt, everyone, PC_TYPE), everyone)
     if batch_size:
         run.pc = run.pc.push(backend.place(0, everyone, PC_TYPE), everyone)
-    runners = [_block_runner(b) for b in program.graph]
+    runners = [_block_runner(b, backend) for b in program.graph]
     if batch_size == 0:
         return _outputs(run)
     try:

@@ -136,7 +136,7 @@ class Interpreter:
     def _execute(self, op: Any, env: dict, fname: str) -> None:
         inputs = [self._read(env, v, fname, op) for v in op.vars_in]
         if isinstance(op, PrimOp):
-            self._assign(env, op.vars_out, op.function(*inputs))
+            self._assign(env, op.vars_out, _call_primitive(op, inputs))
         elif isinstance(op, FunctionCallOp):
             results = self.call(op.function, inputs)
             for var, value in zip(op.vars_out, results):
@@ -250,3 +250,12 @@ def run_batch(program: Program, args: Sequence[Any], *, max_steps: int = 1_000_0
         example = [map_pattern(lambda leaf, i=i: _slice(leaf, i), a) for a in args]
         per_example.append(run(program, example, max_steps=max_steps))
     return map_pattern(lambda *leaves: np.stack(leaves), *per_example)
+
+
+def _call_primitive(op: PrimOp, inputs: list):
+    """A primitive on one example: per-example functions see values without the batch dim."""
+    if not op.per_example:
+        return op.function(*inputs)
+    unbatched = [map_pattern(lambda a: np.asarray(a)[0], x) for x in inputs]
+    result = op.function(*unbatched)
+    return map_pattern(lambda r: np.asarray(r)[None], result)

@@ -50,7 +50,10 @@ class _Activation:
             self.values[name] = map_pattern(
                 lambda t: np.zeros((self.size, *t.shape), dtype=t.dtype), var_type.tensors
             )
-        placed = map_pattern(lambda t, v: _BACKEND.place(v, lanes, t), var_type.tensors, value)
+        batched = isinstance(op, PrimOp) and op.per_example
+        placed = map_pattern(
+            lambda t, v: _BACKEND.place(v, lanes, t, batched), var_type.tensors, value
+        )
 
         if lanes.index is None:
             # Replace rather than overwrite: a full-width read of this variable
@@ -107,7 +110,7 @@ def _run_block(program, frame: _Activation, block, lanes: NumpyLanes, prof) -> N
             if prof is not None:
                 prof.record_primitive(op.label, lanes.count, frame.size)
             try:
-                outputs = op.function(*inputs)
+                outputs = op.batched_function(_BACKEND)(*inputs)
             except Exception as e:
                 e.add_note(f"in pcbatch primitive {op.label!r}{where(op.loc)}")
                 raise

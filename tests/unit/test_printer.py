@@ -1,6 +1,7 @@
 """Tests of the canonical IR text form, pcbatch.ir.printer."""
 
 import numpy as np
+import pytest
 
 from pcbatch import dsl
 from pcbatch.ir import nodes
@@ -89,6 +90,13 @@ def test_output_patterns():
     assert format_instruction(nested) == "b, (c, d) = negative(a)"
     move = nodes.copy_op(("a", "b"), ("x", "y"))
     assert format_instruction(move) == "x, y = copy(a, b)"
+
+
+def test_per_example_primitives_are_marked():
+    if "per_example" not in PrimOp.__dataclass_fields__:
+        pytest.skip("PrimOp has no per_example field")
+    op = PrimOp(("a",), "b", np.negative, per_example=True)
+    assert format_instruction(op) == "b = negative(a) [per_example]"
 
 
 def test_call_with_saves_and_tail():

@@ -299,3 +299,8 @@ def test_pop_needs_a_full_variable():
 
 def test_lowered_program_has_no_functions():
     _fails(_lowered(_good_lowered_blocks(), functions=(_identity_main(),)), "functions == ()")
+
+
+def test_lowered_entries_must_exist():
+    program = _lowered(_good_lowered_blocks()).replace(entries={"main": "entry", "f": "gone"})
+    _fails(program, "the entry of function 'f' is unknown block 'gone'")

@@ -1,0 +1,359 @@
+"""Per-example semantics for NumPy code: a value that hides its batch dimension.
+
+The frontend compiles a user's expressions into primitives; the user wrote
+them for ONE example. `BatchedArray` wraps an array of shape ``[batch, *s]``
+and behaves like the per-example array of shape ``s``: broadcasting aligns
+per-example shapes (``np.array([1., 2., 3.]) * x`` scales a per-example
+scalar ``x`` into a vector), indexing and ``axis=`` arguments address
+per-example dimensions, and ``.shape``/``len`` are per-example. It is NumPy's
+counterpart of ``jax.vmap``.
+
+Ufuncs and the common array functions have fast batched rules; any other
+function that receives a `BatchedArray` runs once per example and the
+results are stacked, which is slow but right. Using a batched value as a
+Python ``bool``/``int``/``float`` (an ``if`` on it inside a plain helper
+function) raises, because each example may decide differently.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pcbatch.ir.types import is_pattern_node, rebuild
+
+
+class BatchedValueError(TypeError):
+    """A batched value was used where one Python value is needed."""
+
+
+class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
+    """An array of shape ``[batch, *shape]`` that acts like one example of shape ``shape``."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any):
+        self.data = np.asarray(data)
+
+    # -- per-example views ---------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape[1:]
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim - 1
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self) -> BatchedArray:  # noqa: N802 - NumPy's name
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a per-example scalar")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a per-example scalar")
+        return (BatchedArray(self.data[:, i]) for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"BatchedArray(batch={self.data.shape[0]}, shape={self.shape}, dtype={self.dtype})"
+
+    def __getitem__(self, index: Any) -> BatchedArray:
+        if not isinstance(index, tuple):
+            index = (index,)
+        if any(isinstance(i, BatchedArray) for i in index):
+            return _per_example(lambda x: x[index if len(index) > 1 else index[0]], (self,), {})
+        return BatchedArray(self.data[(slice(None), *index)])
+
+    # -- conversions that need one value ------------------------------------
+    def _needs_one_value(self, what: str):
+        raise BatchedValueError(
+            f"a batched value (per-example shape {self.shape}) was used as a Python {what}; "
+            "each example may differ. Inside a plain helper function use np.where instead "
+            "of if, or decorate the helper with ctx.batch so its control flow is batched."
+        )
+
+    def __bool__(self):
+        self._needs_one_value("bool (an if or while condition)")
+
+    def __int__(self):
+        self._needs_one_value("int")
+
+    def __float__(self):
+        self._needs_one_value("float")
+
+    def __index__(self):
+        self._needs_one_value("index")
+
+    def __array__(self, dtype=None, copy=None):
+        self._needs_one_value("array (np.asarray)")
+
+    # -- methods that mirror NumPy functions --------------------------------
+    def astype(self, dtype, **kwargs) -> BatchedArray:
+        return BatchedArray(self.data.astype(dtype, **kwargs))
+
+    def reshape(self, *shape) -> BatchedArray:
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return BatchedArray(self.data.reshape((self.data.shape[0], *shape)))
+
+    def transpose(self, *axes) -> BatchedArray:
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        order = list(range(self.ndim))[::-1] if not axes else [a % self.ndim for a in axes]
+        return BatchedArray(self.data.transpose([0, *(a + 1 for a in order)]))
+
+    def copy(self) -> BatchedArray:
+        return BatchedArray(self.data.copy())
+
+    def item(self):
+        self._needs_one_value("scalar (.item())")
+
+    def __getattr__(self, name: str):
+        function = getattr(np, name, None)
+        if name.startswith("_") or not callable(function):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: function(self, *args, **kwargs)
+
+    # -- NumPy protocols -------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul and method == "__call__" and not kwargs:
+            return _matmul(inputs[0], inputs[1])
+        if method != "__call__" or "out" in kwargs or ufunc.signature is not None:
+            return _per_example(getattr(ufunc, method), inputs, kwargs)
+        aligned, size = _align(inputs)
+        return _wrap(ufunc(*aligned, **kwargs), size)
+
+    def __array_function__(self, func, types, args, kwargs):
+        rule = _RULES.get(func)
+        if rule is not None:
+            result = rule(func, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return _per_example(func, args, kwargs)
+
+
+# ---------------------------------------------------------------------------
+# Batching rules
+
+
+def _batch_of(values) -> int | None:
+    for v in values:
+        if isinstance(v, BatchedArray):
+            return v.data.shape[0]
+    return None
+
+
+def _align(values) -> tuple:
+    """Batched values reshaped so per-example dims broadcast like one example's would."""
+    rank = max((_example_ndim(v) for v in values), default=0)
+    out = []
+    for v in values:
+        if isinstance(v, BatchedArray):
+            pad = rank - v.ndim
+            out.append(v.data.reshape((v.data.shape[0],) + (1,) * pad + v.shape))
+        else:
+            out.append(v)
+    return out, _batch_of(values)
+
+
+def _example_ndim(v) -> int:
+    if isinstance(v, BatchedArray):
+        return v.ndim
+    if isinstance(v, (numbers.Number, np.generic)):
+        return 0
+    return np.ndim(v)
+
+
+def _wrap(result, size):
+    if isinstance(result, tuple):
+        return tuple(_wrap(r, size) for r in result)
+    result = np.asarray(result)
+    if size is not None and result.ndim and result.shape[0] == size:
+        return BatchedArray(result)
+    return result
+
+
+def _per_example(func: Callable, args, kwargs) -> Any:
+    """The slow, always-right rule: call ``func`` once per example and stack."""
+    size = _batch_of(list(_leaves(args)) + list(_leaves(kwargs.values())))
+    if size is None:
+        return func(*args, **kwargs)
+    results = [
+        func(*_take(args, i), **dict(zip(kwargs, _take(tuple(kwargs.values()), i))))
+        for i in range(size)
+    ]
+    return _stack_results(results)
+
+
+def _leaves(values):
+    for v in values:
+        if is_pattern_node(v):
+            yield from _leaves(v)
+        else:
+            yield v
+
+
+def _take(values: tuple, i: int) -> tuple:
+    def one(v):
+        if isinstance(v, BatchedArray):
+            return v.data[i]
+        if is_pattern_node(v):
+            return rebuild(v, [one(x) for x in v])
+        return v
+
+    return tuple(one(v) for v in values)
+
+
+def _stack_results(results: list) -> Any:
+    first = results[0]
+    if is_pattern_node(first):
+        return rebuild(first, [_stack_results([r[k] for r in results]) for k in range(len(first))])
+    return BatchedArray(np.stack([np.asarray(r) for r in results]))
+
+
+def _shift_axis(axis, ndim: int):
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, (tuple, list)):
+        return tuple(a % ndim + 1 if ndim else a for a in axis)
+    return axis % ndim + 1 if ndim else axis
+
+
+def _matmul(a, b):
+    """Per-example ``a @ b`` for vectors and matrices, as one einsum over the batch."""
+    na, nb = _example_ndim(a), _example_ndim(b)
+    if na not in (1, 2) or nb not in (1, 2):
+        return _per_example(np.matmul, (a, b), {})
+    left = "ij"[2 - na :] if na == 2 else "j"
+    right = "jk"[:nb] if nb == 2 else "j"
+    out = (left[0] if na == 2 else "") + (right[1] if nb == 2 else "")
+    ba, bb = isinstance(a, BatchedArray), isinstance(b, BatchedArray)
+    spec = f"{'z' if ba else ''}{left},{'z' if bb else ''}{right}->z{out}"
+    return BatchedArray(np.einsum(spec, a.data if ba else a, b.data if bb else b))
+
+
+def _dot(func, args, kwargs):
+    if kwargs or len(args) != 2:
+        return NotImplemented
+    return _matmul(*args)
+
+
+def _reduction(func, args, kwargs):
+    x = args[0]
+    if not isinstance(x, BatchedArray) or len(args) > 2:
+        return NotImplemented
+    if len(args) == 2:
+        kwargs = {**kwargs, "axis": args[1]}
+    axis = _shift_axis(kwargs.pop("axis", None), x.ndim)
+    return _wrap(func(x.data, axis=axis, **kwargs), x.data.shape[0])
+
+
+def _argreduction(func, args, kwargs):
+    x = args[0]
+    axis = kwargs.pop("axis", args[1] if len(args) > 1 else None)
+    if not isinstance(x, BatchedArray) or axis is None:
+        return NotImplemented
+    return _wrap(func(x.data, axis=_shift_axis(axis, x.ndim), **kwargs), x.data.shape[0])
+
+
+def _elementwise(func, args, kwargs):
+    if any(isinstance(v, BatchedArray) for v in kwargs.values()):
+        return NotImplemented
+    aligned, size = _align(args)
+    return _wrap(func(*aligned, **kwargs), size)
+
+
+def _joining(func, args, kwargs):
+    """stack/concatenate: plain parts are broadcast over the batch first."""
+    parts = list(args[0])
+    axis = kwargs.pop("axis", args[1] if len(args) > 1 else 0)
+    size = _batch_of(parts)
+    ndim = max(_example_ndim(p) for p in parts)
+    arrays = [
+        p.data if isinstance(p, BatchedArray) else np.broadcast_to(p, (size, *np.shape(p)))
+        for p in parts
+    ]
+    rank = ndim + 1 if func is np.stack else ndim
+    axis = axis % rank + 1 if rank else 1
+    return _wrap(func(arrays, axis=axis, **kwargs), size)
+
+
+def _norm(func, args, kwargs):
+    x = args[0]
+    if not isinstance(x, BatchedArray) or len(args) > 2:
+        return NotImplemented
+    axis = kwargs.pop("axis", None)
+    if axis is None and x.ndim > 1:
+        return NotImplemented  # matrix norms: per example
+    return _wrap(
+        func(x.data, axis=_shift_axis(axis if axis is not None else -1, x.ndim), **kwargs),
+        x.data.shape[0],
+    )
+
+
+_RULES = {
+    **{
+        f: _reduction
+        for f in (
+            np.sum,
+            np.prod,
+            np.mean,
+            np.max,
+            np.min,
+            np.amax,
+            np.amin,
+            np.any,
+            np.all,
+            np.std,
+            np.var,
+        )
+    },
+    **{f: _argreduction for f in (np.argmax, np.argmin)},
+    **{f: _elementwise for f in (np.where, np.clip, np.isclose, np.broadcast_to)},
+    np.stack: _joining,
+    np.concatenate: _joining,
+    np.linalg.norm: _norm,
+    np.dot: _dot,
+    np.matmul: _dot,
+}
+_RULES.pop(np.broadcast_to)  # its shape argument is per-example: leave it to the slow rule
+
+
+def vectorize(function: Callable) -> Callable:
+    """``function`` written for one example, applied to batched arrays ``[batch, *s]``."""
+
+    def batched(*args):
+        wrapped = [_wrap_input(a) for a in args]
+        return _unwrap_output(function(*wrapped))
+
+    batched.__name__ = getattr(function, "__name__", "primitive")
+    batched.__wrapped__ = function
+    return batched
+
+
+def _wrap_input(value):
+    if is_pattern_node(value):
+        return rebuild(value, [_wrap_input(v) for v in value])
+    return BatchedArray(value)
+
+
+def _unwrap_output(value):
+    if is_pattern_node(value):
+        return rebuild(value, [_unwrap_output(v) for v in value])
+    if isinstance(value, BatchedArray):
+        return value.data
+    # A per-example constant: a batch of one, which the VM broadcasts.
+    return np.asarray(value)[None]
