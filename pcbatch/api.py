@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch import tracebacks
 from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
@@ -90,9 +91,14 @@ class BatchedFunction:
             return self.python_function(*args, **kwargs)
         options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
         values = self._bind(args, kwargs)
-        if options.get("dry_run"):
-            return _dry_run_call(self.python_function, values)
-        return self.context._run(self.name, values, options)
+        try:
+            if options.get("dry_run"):
+                return _dry_run_call(self.python_function, values)
+            return self.context._run(self.name, values, options)
+        except Exception as e:
+            # Errors point at the user's code: drop pcbatch's frames below this one.
+            e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
+            raise
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
         try:

@@ -18,6 +18,7 @@ function) raises, because each example may decide differently.
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -337,11 +338,40 @@ def vectorize(function: Callable) -> Callable:
 
     def batched(*args):
         wrapped = [_wrap_input(a) for a in args]
-        return _unwrap_output(function(*wrapped))
+        try:
+            result = function(*wrapped)
+        except BatchedValueError as e:
+            # Python control flow on a value (an `if` in a plain helper): still
+            # right, one example at a time.
+            _warn_slow(function, e)
+            result = _per_example(function, tuple(wrapped), {})
+        return _unwrap_output(result)
 
     batched.__name__ = getattr(function, "__name__", "primitive")
     batched.__wrapped__ = function
     return batched
+
+
+class PerExampleFallbackWarning(UserWarning):
+    """A primitive ran one example at a time because it uses Python control flow on values."""
+
+
+_warned: set = set()
+
+
+def _warn_slow(function: Callable, error: Exception) -> None:
+    code = getattr(function, "__code__", None)
+    key = id(code) if code is not None else id(function)
+    if key in _warned:
+        return
+    _warned.add(key)
+    where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else repr(function)
+    warnings.warn(
+        f"the primitive at {where} runs one example at a time ({error}). Results are right, "
+        "but slow: use np.where in plain helpers, or batch the helper with ctx.batch.",
+        PerExampleFallbackWarning,
+        stacklevel=3,
+    )
 
 
 def _wrap_input(value):

@@ -258,9 +258,13 @@ class NumpyBackend:
     def reduce_min(self, t, name=None):
         return np.min(t)
 
-    def run_on_dummies(self, primitive_callable: Callable, input_types: Sequence[Type]):
-        """Calls the primitive on arrays of ones of the given (batched) types."""
-        args = [map_pattern(_dummy, t.tensors) for t in input_types]
+    def run_on_dummies(
+        self, primitive_callable: Callable, input_types: Sequence[Type], fill: Any = 1
+    ):
+        """Calls the primitive on arrays filled with ``fill`` of the given (batched) types."""
+        args = [
+            map_pattern(lambda t: np.full(t.shape, fill, t.dtype), t.tensors) for t in input_types
+        ]
         with np.errstate(all="ignore"):
             return primitive_callable(*args)
 
@@ -293,7 +297,3 @@ class NumpyBackend:
 
     def wrap_straightline_callable(self, f):
         return f
-
-
-def _dummy(tensor_type: TensorType) -> Any:
-    return np.ones(tuple(tensor_type.shape), dtype=tensor_type.dtype)

@@ -22,9 +22,9 @@ Structured programs (``functions`` set) must have:
 
 Lowered programs (``graph`` set, ``functions == ()``) must have straight-line
 ops (`PrimOp`, `PopOp`) and lowered terminators (`BranchOp`, `GotoOp`,
-`PushGotoOp`, `IndirectGotoOp`, `HaltOp`) with existing targets (and
-``entries``), a type and an
-allocation for every variable read, and FULL allocation for popped variables.
+`PushGotoOp`, `IndirectGotoOp`, `HaltOp`) with existing targets (``entries``
+included), a type and an allocation for every variable read, and FULL
+allocation for popped variables.
 
 Definite assignment uses the shared solver in `pcbatch.analysis.dataflow`.
 """

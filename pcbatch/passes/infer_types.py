@@ -104,20 +104,28 @@ class _Inference:
         self.bind_outputs(op, op.vars_out, self.prim_cache[key])
 
     def run_primitive(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
-        results = []
-        for batch in _DUMMY_BATCHES:
-            batched = [_with_batch(t, batch) for t in in_types]
-            try:
-                function = op.batched_function(self.backend)
-                results.append(self.backend.run_on_dummies(function, batched))
-            except Exception as e:
-                raise TypeInferenceError(
-                    f"primitive {op.label!r}{where(op.loc)} failed on dummy inputs of types "
-                    f"{list(in_types)}: {type(e).__name__}: {e}"
-                ) from e
+        function = op.batched_function(self.backend)
+        results = [self.dummy_run(op, function, in_types, batch) for batch in _DUMMY_BATCHES]
         if op.per_example:  # every result leads with the batch (or 1): drop it
             return Type(map_pattern(_drop_batch(self.backend), results[0]))
         return Type(self.strip_batch(op, results[0], results[1], op.vars_out))
+
+    def dummy_run(self, op: PrimOp, function, in_types: Sequence[Type], batch: int) -> Any:
+        """The primitive's result on dummy inputs: ones, or zeros if ones make it fail."""
+        batched = [_with_batch(t, batch) for t in in_types]
+        try:
+            return self.backend.run_on_dummies(function, batched)
+        except Exception as first:
+            try:
+                return self.backend.run_on_dummies(function, batched, fill=0)
+            except Exception:
+                pass
+            raise TypeInferenceError(
+                f"primitive {op.label!r}{where(op.loc)} failed on dummy inputs (all ones, then "
+                f"all zeros) of types {list(in_types)}, so its result type is unknown: "
+                f"{type(first).__name__}: {first}. Make it accept any value of those types, "
+                "or give the function a type_inference."
+            ) from first
 
     def strip_batch(self, op: PrimOp, small: Any, large: Any, names: Any) -> Any:
         if is_pattern_node(names):
