@@ -343,9 +343,26 @@ def _is_chain(node: ast.AST) -> bool:
 
 
 def _target_pattern(target: ast.expr) -> Any:
+    """The names an assignment target binds; a name bound twice (``_, _ = ...``) keeps
+    only its last binding, as in Python, the earlier ones going to throwaway temporaries."""
+    pattern = _names_of(target)
+    leaves = _flat(pattern)
+    last = {name: i for i, name in enumerate(leaves)}
+    counter = iter(range(len(leaves)))
+
+    def dedupe(p):
+        if isinstance(p, str):
+            i = next(counter)
+            return p if last[p] == i else f"$dup{i}"
+        return tuple(dedupe(x) for x in p)
+
+    return dedupe(pattern)
+
+
+def _names_of(target: ast.expr) -> Any:
     if isinstance(target, ast.Name):
         return target.id
-    return tuple(_target_pattern(t) for t in target.elts)
+    return tuple(_names_of(t) for t in target.elts)
 
 
 def _flat(pattern: Any) -> list:

@@ -110,7 +110,7 @@ COPY = _identity_copy
 def copy_op(vars_in, vars_out, *, push=False, loc=None) -> PrimOp:
     """A parallel move: reads every input before writing any output."""
     vars_in, vars_out = tuple(vars_in), tuple(vars_out)
-    skip = frozenset() if push else frozenset(vars_out)
+    skip = frozenset() if push else frozenset(flatten(vars_out))
     if len(vars_out) == 1:
         return PrimOp(vars_in, vars_out[0], COPY, skip, loc, "copy")
     return PrimOp(vars_in, vars_out, COPY, skip, loc, "copy")
