@@ -195,6 +195,8 @@ class Context:
         """The non-decorator form of `batch`."""
         if not isinstance(function, types.FunctionType):
             raise TypeError(f"ctx.batch needs a function defined with def, got {function!r}")
+        if function.__name__ == "<lambda>":
+            raise ValueError("batched functions must be defined with def, not lambda")
         name = function.__name__
         with self._lock:
             if name in self._functions:

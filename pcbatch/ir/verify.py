@@ -288,7 +288,7 @@ def _verify_lowered(program: Program) -> None:
         if label not in program.graph:
             site.fail(f"the entry of function {name!r} is unknown block {label!r}")
     for block in program.graph:
-        block_site = _Site(program, None, block, typed=True)
+        block_site = _Site(program, None, block, typed=bool(program.var_types))
         for i, op in enumerate(block.instructions):
             if not isinstance(op, _LOWERED_OPS):
                 block_site.fail(f"{type(op).__name__} is not allowed in a lowered program", op, i)
@@ -314,7 +314,8 @@ def _check_lowered_op(site: _Site, op: Any, index: int) -> None:
 def _check_stored(site: _Site, names, op, index) -> None:
     program = site.program
     for name in names:
-        if name not in program.var_types:
+        # An untyped lowered program (compiled without a signature) is for reading only.
+        if program.var_types and name not in program.var_types:
             site.fail(f"variable {name!r} is read but has no type", op, index)
         if name not in program.var_alloc:
             site.fail(f"variable {name!r} is read but has no allocation", op, index)

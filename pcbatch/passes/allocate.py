@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pcbatch.analysis.assignment import all_variables
 from pcbatch.analysis.liveness import block_liveness, live_after_instructions
 from pcbatch.ir.nodes import Block, ControlFlowGraph, FunctionCallOp, Program, reads, writes
 from pcbatch.ir.types import VariableAllocation, flatten
@@ -97,7 +98,10 @@ def run(program: Program, ctx=None) -> Program:
                     saved.update(op.saves)
     read = _read_anywhere(program)
     alloc = {}
-    for var in program.var_types:
+    variables = set(program.var_types)
+    for fn in functions:
+        variables |= all_variables(fn)
+    for var in sorted(variables):
         if var not in read:
             alloc[var] = VariableAllocation.NULL
         elif var in saved:

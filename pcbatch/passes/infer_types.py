@@ -50,10 +50,14 @@ class _Inference:
         self.types: dict = dict(program.var_types)
         self.first_loc: dict = {}
         self.prim_cache: dict = {}
+        self.declared: dict = {}  # result types a function's type_inference fixes
         self.changed = False
 
     # -- merging -----------------------------------------------------------
     def merge_into(self, var: str, new: Type, loc) -> None:
+        if var in self.declared:
+            self.check_declared(var, new, loc)
+            return
         old = self.types.get(var)
         self.first_loc.setdefault(var, loc)
         if old is None:
@@ -64,6 +68,37 @@ class _Inference:
         if merged != old:
             self.types[var] = merged
             self.changed = True
+
+    def declare(self, var: str, declared: Type, fn) -> None:
+        declared = as_type(declared)
+        if self.declared.get(var) == declared:
+            return
+        if var in self.types:
+            self.declared[var] = declared
+            self.check_declared(var, self.types[var], fn.loc)
+        self.declared[var] = declared
+        self.types[var] = declared
+        self.changed = True
+
+    def check_declared(self, var: str, new: Type, loc) -> None:
+        declared = self.declared[var]
+        if self.merge(var, declared, new, loc) != declared:
+            raise TypeInferenceError(
+                f"{var!r} gets type {new!r}{where(loc)}, which its function's type_inference "
+                f"result {declared!r} cannot hold; fix the type_inference or the function"
+            )
+
+    def apply_type_inference(self, fn) -> None:
+        if fn.type_inference is None or any(v not in self.types for v in fn.vars_in):
+            return
+        declared = fn.type_inference([self.types[v] for v in fn.vars_in])
+        if len(declared) != len(fn.vars_out):
+            raise TypeInferenceError(
+                f"the type_inference of {fn.name!r} returned {len(declared)} types for "
+                f"{len(fn.vars_out)} results"
+            )
+        for var, t in zip(fn.vars_out, declared):
+            self.declare(var, t, fn)
 
     def merge(self, var: str, old: Type, new: Type, loc) -> Type:
         if not same_structure(old.tensors, new.tensors):
@@ -176,17 +211,13 @@ class _Inference:
         for actual, formal in zip(op.vars_in, callee.vars_in):
             if actual in self.types:
                 self.merge_into(formal, self.types[actual], op.loc)
-        if callee.type_inference is not None and all(v in self.types for v in op.vars_in):
-            declared = callee.type_inference([self.types[v] for v in op.vars_in])
-            declared = [as_type(t) for t in declared]
-            for ret, t in zip(callee.vars_out, declared):
-                self.merge_into(ret, t, callee.loc)
         for formal_out, actual_out in zip(callee.vars_out, op.vars_out):
             if formal_out in self.types:
                 self.bind_outputs(op, actual_out, self.types[formal_out])
 
     def sweep(self) -> None:
         for function in self.program.functions:
+            self.apply_type_inference(function)
             for block in function.graph:
                 for op in block.instructions:
                     if isinstance(op, PrimOp):
@@ -196,6 +227,7 @@ class _Inference:
 
     def check_complete(self) -> None:
         for function in self.program.functions:
+            self.apply_type_inference(function)
             for block in function.graph:
                 for op in block.instructions:
                     for var in list(reads(op)) + list(writes(op)):

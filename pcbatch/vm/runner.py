@@ -16,7 +16,7 @@ import numpy as np
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.nodes import Program
 from pcbatch.ir.types import TensorType, Type, map_pattern
-from pcbatch.passes import pipeline
+from pcbatch.passes import infer_types, pipeline
 from pcbatch.vm import machine
 from pcbatch.vm import stackless as stackless_vm
 
@@ -32,6 +32,15 @@ def signature_of(args: Sequence, backend=None) -> list:
     return [Type(map_pattern(leaf_type, arg)) for arg in args]
 
 
+def normalize_signature(sig) -> tuple:
+    """``sig`` as a tuple of `Type`s with NumPy dtypes and tuple shapes (a cache key)."""
+
+    def leaf(t: TensorType) -> TensorType:
+        return TensorType(np.dtype(t.dtype), tuple(t.shape))
+
+    return tuple(Type(map_pattern(leaf, infer_types.as_type(t).tensors)) for t in sig)
+
+
 class CompileCache:
     """Lowered (or typed, for stackless) programs keyed by signature and backend."""
 
@@ -40,7 +49,8 @@ class CompileCache:
         self._lock = threading.Lock()
 
     def get(self, program: Program, sig, backend, *, lowered: bool) -> Program:
-        key = (id(program), tuple(sig), type(backend).__name__, lowered)
+        sig = normalize_signature(sig)
+        key = (id(program), sig, type(backend).__name__, lowered)
         with self._lock:
             hit = self._entries.get(key)
         if hit is not None and hit[0] is program:

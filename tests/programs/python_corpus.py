@@ -1,11 +1,13 @@
 """A corpus of plain-Python programs for differential tests of the ``ctx.batch`` frontend.
 
 Every program is written for ONE example and decorated with ``@ctx.batch``.
-Straight-line code is batch-polymorphic: each value carries a leading batch
-dimension (size 1 under ``dry_run=True``, size B when batched), so event
-components are read with ``x[..., i]`` (or `take` for a per-example index),
-event reductions use ``axis=-1``, and per-example scalars broadcast against
-events through ``s[..., None]``. Control flow is per example.
+Control flow is per example. Straight-line code is written to be right under
+either view of a value: per example (no batch dimension, as ``dry_run`` and the
+frontend's `BatchedArray` primitives present it) or batch-major (a leading batch
+dimension of size 1 or B). So event components are read with ``x[..., i]`` (or
+`take` for a per-example index), event reductions use ``axis=-1``, per-example
+scalars broadcast against events through ``s[..., None]``, and nothing uses
+``len``, ``x[0]`` or ``axis=0`` on a batched value.
 
 Each `PyProgram` names the decorated entry function, makes random batched
 arguments, gives a stack depth sufficient for them, and optionally a plain
@@ -92,28 +94,30 @@ def _float_args(*ranges):
 
 
 # ---------------------------------------------------------------------------
-# Plain (undecorated) helpers: they receive batched arrays.
+# Plain (undecorated) helpers: they receive batched values.
 
 
 def take(v, i):
-    """``v[..., i]`` per example; ``i`` a Python int or a per-example int array."""
-    v = np.asanyarray(v)
-    index = np.broadcast_to(np.asanyarray(i), v.shape[:-1])[..., None]
-    return np.take_along_axis(v, index, axis=-1)[..., 0]
+    """``v[..., i]`` per example, ``i`` a Python int or a per-example int.
+
+    A one-hot select rather than ``np.take_along_axis``, so it is fast whether
+    values carry their batch dimension or hide it (per-example semantics).
+    """
+    hit = np.arange(v.shape[-1]) == np.add(i, 0)[..., None]
+    return np.sum(np.where(hit, v, 0.0), axis=-1)
 
 
 def safe_lookup(v, i):
     """``v[..., i]`` for events of size 3; raises, like Python indexing, if any ``i`` is out
     of range. Under batching it must only ever see the examples that reach it."""
-    i = np.asanyarray(i)
     if np.any((i < 0) | (i >= 3)):
-        raise IndexError(f"safe_lookup: index out of range in {np.asarray(i)!r}")
+        raise IndexError("safe_lookup: index out of range")
     return take(v, i)
 
 
 def checked_floordiv(a, b):
     """``a // b``, raising like Python ints do when any divisor is zero."""
-    if np.any(np.asanyarray(b) == 0):
+    if np.any(b == 0):
         raise ZeroDivisionError("checked_floordiv by zero")
     return a // b
 
@@ -1179,7 +1183,10 @@ def _ref_interval(lo, width, x):
 
 
 def _sorted16(rng, batch_size):
-    return [np.sort(rng.normal(size=(batch_size, 16)), axis=-1), rng.normal(scale=1.5, size=batch_size)]
+    return [
+        np.sort(rng.normal(size=(batch_size, 16)), axis=-1),
+        rng.normal(scale=1.5, size=batch_size),
+    ]
 
 
 def _hanoi_args(rng, batch_size):
@@ -1226,9 +1233,7 @@ PY_CORPUS = [
         2,
         lambda x, y: max(x, y) * float(np.sign(x)) + (y if max(x, y) > 1.0 else 0.0),
     ),
-    PyProgram(
-        "chained_cmp", chained_cmp, _int_args((-5, 15), (-3, 8), (-3, 8)), 2, _ref_chained
-    ),
+    PyProgram("chained_cmp", chained_cmp, _int_args((-5, 15), (-3, 8), (-3, 8)), 2, _ref_chained),
     PyProgram("bool_ops", bool_ops, _int_args((-5, 5), (-5, 5)), 2, _ref_bool_ops),
     PyProgram("bool_values", bool_values, _int_args((-5, 5), (-5, 5)), 2, _ref_bool_values),
     PyProgram(
@@ -1362,9 +1367,7 @@ PY_CORPUS = [
     ),
     PyProgram("hanoi", hanoi, _hanoi_args, 9, _ref_hanoi),
     PyProgram("partitions", count_partitions, _int_args((0, 10)), 14, _ref_partitions),
-    PyProgram(
-        "is_pow2", is_pow2, _int_args((0, 70)), 9, lambda k: k > 0 and (k & (k - 1)) == 0
-    ),
+    PyProgram("is_pow2", is_pow2, _int_args((0, 70)), 9, lambda k: k > 0 and (k & (k - 1)) == 0),
     PyProgram(
         "search_sorted",
         search_sorted,

@@ -1,0 +1,111 @@
+"""Batched functions that must be rejected, one per error, with known line numbers.
+
+Each function's offending line carries a ``# ERROR`` marker; tests find that
+line and check the error points at it.
+"""
+
+import numpy as np
+
+import pcbatch
+
+
+def uses_try(x):
+    try:  # ERROR
+        y = x + 1
+    except ValueError:
+        y = x
+    return y
+
+
+def uses_with(x):
+    with open("f") as fh:  # ERROR
+        y = fh
+    return y
+
+
+def uses_yield(x):
+    yield x  # ERROR
+
+
+def uses_global(x):
+    global COUNTER  # ERROR
+    return x
+
+
+def uses_nested_def(x):
+    def inner(y):  # ERROR
+        return y
+
+    return inner(x)
+
+
+def calls_through_variable(x):
+    g = np.sqrt
+    return g(x)  # ERROR
+
+
+def comprehension_over_batched(v):
+    return sum([e for e in v])  # ERROR
+
+
+def item_assignment(v):
+    v[0] = 1.0  # ERROR
+    return v
+
+
+def while_else(x):
+    while x > 0:  # ERROR
+        x = x - 1
+    else:
+        x = 5
+    return x
+
+
+def for_over_list(x):
+    total = 0
+    for e in [1, 2, 3]:  # ERROR
+        total = total + e * x
+    return total
+
+
+def no_return_value(x):
+    if x > 0:
+        return  # ERROR
+    return x
+
+
+def falls_off_end(x):
+    if x > 0:
+        return x
+    y = x  # ERROR
+
+
+def varargs(*xs):  # ERROR
+    return xs[0]
+
+
+def walrus(x):
+    if (y := x + 1) > 2:  # ERROR
+        return y
+    return x
+
+
+def type_conflict(x):
+    if x > 0:
+        y = np.zeros(2, dtype=np.int64)  # ERROR
+    else:
+        y = np.ones(3)  # ERROR
+    return y
+
+
+def raises_at_run_time(x):
+    return checked_sqrt(x)  # ERROR
+
+
+def checked_sqrt(x):
+    if np.any(x < -5.0):
+        raise ValueError("negative input to checked_sqrt")
+    return np.sqrt(np.abs(x))
+
+
+ALL = pcbatch  # keep the import used
