@@ -121,3 +121,53 @@ def nuts_tree_one(x: int, n_traj: int) -> tuple:
         acc = (acc + value) % MOD
         x = (x + value + 1) % MOD
     return acc, x
+
+
+# ---------------------------------------------------------------------------
+# The same programs written as ordinary Python, batched by the frontend.
+
+from pcbatch.api import Context  # noqa: E402 - the DSL programs above need no frontend
+
+context = Context()
+
+
+@context.batch
+def fib(n):
+    """The seed's Fibonacci, written plainly."""
+    if n <= 1:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+@context.batch
+def collatz(x):
+    steps = 0
+    while x != 1:
+        x = x // 2 if x % 2 == 0 else 3 * x + 1
+        steps += 1
+    return steps
+
+
+@context.batch
+def build_tree(depth, x):
+    """A doubly recursive tree build with a data-dependent early stop, like NUTS's."""
+    if depth == 0:
+        value = (x * 1103 + 12345) % MOD
+        return value, value % 7 == 0
+    left, stop = build_tree(depth - 1, x)
+    if stop:
+        return left, stop
+    right, stop = build_tree(depth - 1, (x + left) % MOD)
+    total = (left + 3 * right) % MOD
+    return total, stop or total % 11 == 0
+
+
+@context.batch
+def trajectories(x, n_traj):
+    """A loop of tree builds of growing depth: NUTS's shape, one chain per batch member."""
+    acc = 0
+    for i in range(n_traj):
+        value, _ = build_tree(i % 4, x)
+        acc = (acc + value) % MOD
+        x = (x + value + 1) % MOD
+    return acc

@@ -329,6 +329,9 @@ _RULES = {
     np.linalg.norm: _norm,
     np.dot: _dot,
     np.matmul: _dot,
+    np.shape: lambda func, args, kwargs: args[0].shape,
+    np.ndim: lambda func, args, kwargs: args[0].ndim,
+    np.size: lambda func, args, kwargs: args[0].size if len(args) == 1 else NotImplemented,
 }
 _RULES.pop(np.broadcast_to)  # its shape argument is per-example: leave it to the slow rule
 

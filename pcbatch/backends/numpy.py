@@ -182,6 +182,9 @@ class NumpyBackend:
         per-example scalar fills a per-example vector.
         """
         array = np.asarray(value)
+        target = (lanes.count, *type_.shape)
+        if array.shape == target and array.dtype == type_.dtype:
+            return array  # already in place: the common case, kept cheap
         if leading_batch:
             missing = len(type_.shape) - (array.ndim - 1)
             if missing > 0:
@@ -190,7 +193,7 @@ class NumpyBackend:
             if not np.can_cast(array.dtype, type_.dtype, casting="same_kind"):
                 raise TypeError(f"got dtype {array.dtype}, expected {np.dtype(type_.dtype)}")
             array = array.astype(type_.dtype)
-        return np.broadcast_to(array, (lanes.count,) + tuple(type_.shape))
+        return np.broadcast_to(array, target)
 
     def gather(self, value: np.ndarray, lanes: NumpyLanes) -> np.ndarray:
         return value if lanes.index is None else value[lanes.index]

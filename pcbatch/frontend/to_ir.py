@@ -117,7 +117,15 @@ class Translator:
         self.value(ast.copy_location(combined, stmt), out=name)
 
     def stmt_Return(self, stmt: ast.Return) -> None:
-        self.fb.return_(self.value(stmt.value))
+        value = stmt.value
+        if isinstance(value, ast.IfExp) and not _is_trivially_pure(value):
+            # `return a if c else f(x)` returns from each arm, so f(x) stays a tail call.
+            with self.fb.if_(self.condition(value.test)):
+                self.fb.return_(self.value(value.body))
+            with self.fb.else_():
+                self.fb.return_(self.value(value.orelse))
+            return
+        self.fb.return_(self.value(value))
 
     def stmt_If(self, stmt: ast.If) -> None:
         cond = self.condition(stmt.test)
