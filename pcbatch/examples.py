@@ -170,4 +170,4 @@ def trajectories(x, n_traj):
         value, _ = build_tree(i % 4, x)
         acc = (acc + value) % MOD
         x = (x + value + 1) % MOD
-    return acc
+    return acc, x

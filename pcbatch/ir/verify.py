@@ -26,14 +26,14 @@ ops (`PrimOp`, `PopOp`) and lowered terminators (`BranchOp`, `GotoOp`,
 included), a type and an allocation for every variable read, and FULL
 allocation for popped variables.
 
-Definite assignment uses the shared solver in `pcbatch.analysis.dataflow`.
+Definite assignment is `pcbatch.analysis.assignment`, on the shared dataflow solver.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pcbatch.analysis import dataflow
+from pcbatch.analysis.assignment import assigned_at_entry
 from pcbatch.errors import VerificationError, where
 from pcbatch.ir.nodes import (
     Block,
@@ -227,20 +227,7 @@ def _check_types_of(site: _Site, names, op, index) -> None:
 
 def _check_definite_assignment(program: Program, fn: Function) -> None:
     graph = fn.graph
-    universe = frozenset(_all_variables(fn))
-
-    def transfer(block: Block, assigned: frozenset) -> frozenset:
-        return assigned | frozenset(v for op in block.instructions for v in writes(op))
-
-    # A must-analysis: start optimistic (every variable) and intersect at joins.
-    before, _ = dataflow.solve(
-        graph,
-        direction=dataflow.FORWARD,
-        boundary=frozenset(fn.vars_in) | fn.maybe_unbound,
-        initial=universe,
-        join=dataflow.intersection,
-        transfer=transfer,
-    )
+    before = assigned_at_entry(fn, assumed=fn.maybe_unbound)
     for block in graph:
         site = _Site(program, fn.name, block)
         assigned = set(before[block.label])
@@ -262,16 +249,6 @@ def _require_assigned(site: _Site, assigned: set, names, op, index) -> None:
     for name in names:
         if name not in assigned:
             site.fail(f"reads {name!r} before it is assigned on every path", op, index)
-
-
-def _all_variables(fn: Function) -> set:
-    names = set(fn.vars_in) | set(fn.vars_out)
-    for block in fn.graph:
-        for op in block.instructions:
-            names.update(reads(op))
-            names.update(writes(op))
-        names.update(reads(block.terminator))
-    return names
 
 
 # ---------------------------------------------------------------------------

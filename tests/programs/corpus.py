@@ -18,6 +18,23 @@ from typing import Any
 import numpy as np
 
 from pcbatch import dsl
+from pcbatch.examples import (
+    MOD as _MOD,
+)
+from pcbatch.examples import (
+    build_collatz,
+    build_fib,
+    build_nuts_tree,
+)
+from pcbatch.examples import (
+    collatz_one as _collatz,
+)
+from pcbatch.examples import (
+    fib_one as _fib,
+)
+from pcbatch.examples import (
+    nuts_tree_one as _nuts_tree,
+)
 from pcbatch.ir.nodes import Program
 
 
@@ -48,11 +65,6 @@ class CorpusProgram:
 def _ints(rng: np.random.RandomState, low: int, high: int, batch_size: int) -> np.ndarray:
     """Uniform int64 in [low, high] (inclusive)."""
     return rng.randint(low, high + 1, size=batch_size).astype(np.int64)
-
-
-def add(a, b):
-    """The addition primitive of `fib`, a named function so tests can count its calls."""
-    return np.add(a, b)
 
 
 # ---------------------------------------------------------------------------
@@ -103,24 +115,6 @@ def _nested_patterns_reference(x):
 
 # ---------------------------------------------------------------------------
 # Recursion
-
-
-def build_fib() -> Program:
-    mb = dsl.ModuleBuilder()
-    fib = mb.declare("fib", params=("n",), returns=1)
-    with mb.define(fib) as f:
-        small = f.prim(lambda n: n <= 2, "n", name="le2")
-        with f.if_(small):
-            f.return_(f.const(1))
-        with f.else_():
-            a = f.call(fib, f.prim(lambda n: n - 1, "n", name="dec1"))
-            b = f.call(fib, f.prim(lambda n: n - 2, "n", name="dec2"))
-            f.return_(f.prim(add, a, b))
-    return mb.program("fib")
-
-
-def _fib(n):
-    return 1 if n <= 2 else _fib(n - 1) + _fib(n - 2)
 
 
 def build_even_odd() -> Program:
@@ -249,27 +243,6 @@ def build_self_update() -> Program:
 # Loops
 
 
-def build_collatz() -> Program:
-    mb = dsl.ModuleBuilder()
-    with mb.define("main", params=("x",), returns=1) as f:
-        f.copy("x", out="cur")
-        f.const(0, out="steps")
-        with f.loop():
-            f.break_unless(f.prim(lambda c: c != 1, "cur", name="not_one"))
-            f.prim(lambda c: np.where(c % 2 == 0, c // 2, 3 * c + 1), "cur", out="cur", name="step")
-            f.prim(lambda s: s + 1, "steps", out="steps", name="inc")
-        f.return_("steps")
-    return mb.program("main")
-
-
-def _collatz(x):
-    steps = 0
-    while x != 1:
-        x = x // 2 if x % 2 == 0 else 3 * x + 1
-        steps += 1
-    return steps
-
-
 def build_halve_vector() -> Program:
     """Float64 vectors of shape [3]: halve until the norm drops below 1."""
     mb = dsl.ModuleBuilder()
@@ -295,67 +268,6 @@ def _halve_vector(v):
 # A NUTS-shaped program: a loop of trajectories, each a doubly-recursive tree
 # build with a data-dependent early stop, over integer "states" so results
 # are exact.
-_MOD = 65536
-
-
-def _leaf(x):
-    return (x * 1103 + 12345) % _MOD
-
-
-def _stops(v):
-    return v % 7 == 0
-
-
-def build_nuts_tree() -> Program:
-    mb = dsl.ModuleBuilder()
-    build = mb.declare("build", params=("depth", "x"), returns=2)
-    with mb.define(build) as f:
-        with f.if_(f.prim(lambda d: d == 0, "depth", name="is_leaf")):
-            value = f.prim(_leaf, "x", name="leaf")
-            f.return_(value, f.prim(_stops, value, name="stops"))
-        d1 = f.prim(lambda d: d - 1, "depth", name="dec")
-        v1, s1 = f.call(build, d1, "x")
-        with f.if_(s1):
-            f.return_(v1, s1)
-        x2 = f.prim(lambda x, v: (x + v) % _MOD, "x", v1, name="advance")
-        v2, s2 = f.call(build, d1, x2)
-        total = f.prim(lambda a, b: (a + 3 * b) % _MOD, v1, v2, name="combine")
-        stop = f.prim(lambda s, t: s | (t % 11 == 0), s2, total, name="u_turn")
-        f.return_(total, stop)
-    with mb.define("main", params=("x", "n_traj"), returns=2) as f:
-        f.const(0, out="i")
-        f.const(0, out="acc")
-        with f.loop():
-            f.break_unless(f.prim(np.less, "i", "n_traj"))
-            depth = f.prim(lambda i: i % 4, "i", name="depth_of")
-            value, _ = f.call(build, depth, "x")
-            f.prim(lambda a, v: (a + v) % _MOD, "acc", value, out="acc", name="accumulate")
-            f.prim(lambda x, v: (x + v + 1) % _MOD, "x", value, out="x", name="move")
-            f.prim(lambda i: i + 1, "i", out="i", name="inc")
-        f.return_("acc", "x")
-    return mb.program("main")
-
-
-def _nuts_tree(x, n_traj):
-    def build(depth, x):
-        if depth == 0:
-            v = _leaf(x)
-            return v, bool(_stops(v))
-        v1, s1 = build(depth - 1, x)
-        if s1:
-            return v1, s1
-        v2, s2 = build(depth - 1, (x + v1) % _MOD)
-        total = (v1 + 3 * v2) % _MOD
-        return total, bool(s2 or total % 11 == 0)
-
-    acc = 0
-    for i in range(n_traj):
-        value, _ = build(i % 4, x)
-        acc = (acc + value) % _MOD
-        x = (x + value + 1) % _MOD
-    return acc, x
-
-
 # ---------------------------------------------------------------------------
 # The corpus
 

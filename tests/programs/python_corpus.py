@@ -30,6 +30,7 @@ from typing import Any, Optional
 import numpy as np
 
 import pcbatch
+from pcbatch import examples
 
 Context = getattr(pcbatch, "Context", None)
 
@@ -152,7 +153,7 @@ TOL = 1e-9
 MAX_NEWTON = 8
 LIMIT = 1000
 WEIGHTS = np.array([1.0, 2.0, 4.0])
-NUTS_MOD = 65536
+NUTS_MOD = examples.MOD
 # `shadow_global`'s parameter `n` shadows this global; `add_global_n` reads it.
 n = 100
 
@@ -818,32 +819,9 @@ def digital_root(x):
 
 
 # NUTS-shaped: a loop of trajectories around a doubly recursive tree build with a
-# data-dependent early return; `_` dummy; `or` as a bool value
-def nuts_leaf(x):
-    return (x * 1103 + 12345) % NUTS_MOD
-
-
-@ctx.batch
-def nuts_build(depth, x):
-    if depth == 0:
-        value = nuts_leaf(x)
-        return value, value % 7 == 0
-    v1, s1 = nuts_build(depth - 1, x)
-    if s1:
-        return v1, s1
-    v2, s2 = nuts_build(depth - 1, (x + v1) % NUTS_MOD)
-    total = (v1 + 3 * v2) % NUTS_MOD
-    return total, s2 or total % 11 == 0
-
-
-@ctx.batch
-def nuts_trajectories(x, n_traj):
-    acc = 0
-    for i in range(0, n_traj):
-        value, _ = nuts_build(i % 4, x)
-        acc = (acc + value) % NUTS_MOD
-        x = (x + value + 1) % NUTS_MOD
-    return acc, x
+# data-dependent early return; `_` dummy; `or` as a bool value. The program lives in
+# pcbatch.examples (the demo runs it too), batched in that module's own Context.
+nuts_trajectories = examples.trajectories
 
 
 # ===========================================================================
@@ -1143,26 +1121,6 @@ def _ref_digital_root(x):
     return 0 if x == 0 else 1 + (x - 1) % 9
 
 
-def _ref_nuts(x, n_traj):
-    def build(depth, x):
-        if depth == 0:
-            v = (x * 1103 + 12345) % NUTS_MOD
-            return v, v % 7 == 0
-        v1, s1 = build(depth - 1, x)
-        if s1:
-            return v1, s1
-        v2, s2 = build(depth - 1, (x + v1) % NUTS_MOD)
-        total = (v1 + 3 * v2) % NUTS_MOD
-        return total, bool(s2 or total % 11 == 0)
-
-    acc = 0
-    for i in range(n_traj):
-        value, _ = build(i % 4, x)
-        acc = (acc + value) % NUTS_MOD
-        x = (x + value + 1) % NUTS_MOD
-    return acc, x
-
-
 def _ref_leapfrog(pos, vel, n_steps, dt):
     for _ in range(n_steps):
         half = vel - 0.5 * dt * pos
@@ -1398,7 +1356,7 @@ PY_CORPUS = [
         nuts_trajectories,
         _int_args((0, NUTS_MOD - 1), (1, 6)),
         7,
-        _ref_nuts,
+        examples.nuts_tree_one,
     ),
     # Namedtuples
     PyProgram(

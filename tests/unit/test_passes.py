@@ -150,7 +150,7 @@ def test_scalars_and_batch_one_broadcast():
 
 def test_step_limit_names_where_threads_wait():
     program = CORPUS_BY_NAME["collatz"].build()
-    with pytest.raises(pcbatch.StepLimitError, match=r"corpus\.py:\d+"):
+    with pytest.raises(pcbatch.StepLimitError, match=r"examples\.py:\d+"):
         runner.run(program, [np.array([27, 97])], max_steps=20)
 
 
