@@ -113,7 +113,9 @@ class BatchedFunction:
 
 def _as_array_pattern(value: Any) -> Any:
     if is_pattern_node(value):
-        return map_pattern(np.asarray, value)
+        return map_pattern(_as_array_pattern, value)
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return value  # an array of some library: the backend takes it as it is
     try:
         return np.asarray(value)
     except Exception as e:  # noqa: BLE001 - any conversion failure is the user's input
@@ -275,7 +277,25 @@ class Context:
 
 
 def _backend_for(values: list):
+    """The backend the arguments' arrays belong to: JAX arrays -> JAX, else NumPy."""
+    for value in values:
+        for leaf in _leaves(value):
+            module = type(leaf).__module__ or ""
+            if module.startswith(("jax", "jaxlib")):
+                return _shared_backend("jax")
     return NumpyBackend()
+
+
+_SHARED: dict = {}
+
+
+def _shared_backend(name: str):
+    """One instance per compiled backend, so its compile cache lives across calls."""
+    if name not in _SHARED:
+        from pcbatch.backends.jax import JaxBackend
+
+        _SHARED[name] = JaxBackend()
+    return _SHARED[name]
 
 
 def _build_module(functions: dict) -> Module:

@@ -393,4 +393,4 @@ def _free_locals(node: ast.AST, locals_: frozenset) -> list:
 
 
 def _range_continues(counter, stop, step):
-    return np.where(np.asarray(step) > 0, counter < stop, counter > stop)
+    return np.where(step > 0, counter < stop, counter > stop)

@@ -89,9 +89,10 @@ class PrimOp:
 
     def batched_function(self, backend) -> Callable:
         """The function with the batched contract on ``backend``."""
-        if not self.per_example:
-            return self.function
-        return backend.vectorize(self.function)
+        if self.per_example:
+            return backend.vectorize(self.function)
+        adapt = getattr(backend, "adapt", None)  # e.g. NumPy calls onto jax.numpy
+        return adapt(self.function) if adapt is not None else self.function
 
     @property
     def is_copy(self) -> bool:

@@ -324,6 +324,12 @@ def execute(
       main's result (a tuple when it returns several), with a batch dimension.
     """
     backend = backend or NumpyBackend()
+    if getattr(backend, "staged", False):
+        from pcbatch.vm import staged
+
+        return staged.execute(
+            program, args, backend=backend, max_stack_depth=max_stack_depth, max_steps=max_steps
+        )
     if len(args) != len(program.vars_in):
         raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")
     batch_size = batch_size_of(program, args)

@@ -32,6 +32,11 @@ def signature_of(args: Sequence, backend=None) -> list:
     return [Type(map_pattern(leaf_type, arg)) for arg in args]
 
 
+def _as_array(value):
+    """Arrays of any library stay as they are (JAX arrays stay on their device)."""
+    return value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
+
+
 def normalize_signature(sig) -> tuple:
     """``sig`` as a tuple of `Type`s with NumPy dtypes and tuple shapes (a cache key)."""
 
@@ -80,7 +85,7 @@ def run(
     """Runs ``program``'s main over the batch ``args``; returns main's results, batched."""
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
-    args = [map_pattern(np.asarray, a) for a in args]
+    args = [map_pattern(_as_array, a) for a in args]
     sig = signature_of(args, backend)
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True)

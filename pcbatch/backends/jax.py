@@ -1,0 +1,171 @@
+"""The JAX backend: the whole batched program as one ``jax.jit``-compiled computation.
+
+The VM's loop is a ``lax.while_loop`` and its block dispatch a ``lax.switch``
+(see ``pcbatch/vm/staged.py``); pushes and pops scatter into the active rows of a
+stack with ``.at[...].set(mode="drop")``, so XLA updates the loop-carried
+buffers in place instead of copying a whole stack per step (the trap of a
+vmapped ``while_loop``, jax#13522). Primitives written for one example are
+vectorized with ``jax.vmap``.
+
+Dtypes follow JAX's configuration: without ``jax_enable_x64``, int64 and
+float64 arguments run as int32 and float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from pcbatch.backends import numpy_dispatch
+from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.ir.types import TensorType, Type, map_pattern
+
+
+def _canonical(dtype) -> np.dtype:
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+
+
+class JaxBackend:
+    """Runs batched programs as one jitted XLA computation (CPU, GPU or TPU)."""
+
+    name = "jax"
+    gathers_active_rows = False
+    staged = True
+    index_dtype = np.dtype(np.int32)
+
+    def __init__(self):
+        self._types = NumpyBackend()
+        self.compile_cache: dict = {}
+        self.traces = 0  # how many times a program was traced (tests count retraces)
+
+    # -- types ------------------------------------------------------------------
+    def type_of(self, t, preferred_dtype=None) -> TensorType:
+        dtype = preferred_dtype if preferred_dtype is not None and np.ndim(t) == 0 else None
+        dtype = dtype or getattr(t, "dtype", None) or np.asarray(t).dtype
+        return TensorType(_canonical(dtype), tuple(np.shape(t)))
+
+    def run_on_dummies(self, primitive_callable: Callable, input_types: Sequence[Type], fill=1):
+        """The primitive's outputs' shapes and dtypes, traced abstractly (``jax.eval_shape``)."""
+        specs = [
+            map_pattern(lambda t: jax.ShapeDtypeStruct(t.shape, _canonical(t.dtype)), t.tensors)
+            for t in input_types
+        ]
+        return jax.eval_shape(primitive_callable, *specs)
+
+    def merge_dtypes(self, dt1, dt2):
+        merged = self._types.merge_dtypes(dt1, dt2)
+        return None if merged is None else _canonical(merged)
+
+    def merge_shapes(self, s1, s2):
+        return self._types.merge_shapes(s1, s2)
+
+    def adapt(self, function: Callable) -> Callable:
+        """A batched primitive written with NumPy, run on JAX arrays (``np.f`` -> ``jnp.f``)."""
+        return numpy_dispatch.adapt(function, "jax.numpy")
+
+    def vectorize(self, function: Callable) -> Callable:
+        """``function`` written for one example, mapped over the batch with ``jax.vmap``."""
+        function = self.adapt(function)
+        mapped = jax.vmap(function)
+
+        def batched(*args):
+            if not args:  # a constant: a batch of one, broadcast by the VM
+                return map_pattern(lambda v: jnp.asarray(v)[None], function())
+            return mapped(*args)
+
+        return batched
+
+    # -- staged VM operations ----------------------------------------------------
+    def zeros(self, shape, dtype):
+        return jnp.zeros(shape, _canonical(dtype))
+
+    def full_pc(self, size: int, value: int):
+        return jnp.full((size,), value, self.index_dtype)
+
+    def full_mask(self, size: int):
+        return jnp.ones((size,), bool)
+
+    def false(self):
+        return jnp.asarray(False)
+
+    def scalar_int(self, value: int):
+        return jnp.asarray(value, self.index_dtype)
+
+    def scalar_float(self, value: float):
+        return jnp.asarray(value, jnp.float32)
+
+    def float(self, x):
+        return x.astype(jnp.float32)
+
+    def count(self, mask):
+        return jnp.sum(mask, dtype=self.index_dtype)
+
+    def add_at(self, counts, index: int, amount):
+        return counts.at[index].add(amount)
+
+    def where(self, mask, if_true, if_false):
+        mask = jnp.asarray(mask)
+        if_true, if_false = jnp.asarray(if_true), jnp.asarray(if_false)
+        rank = max(if_true.ndim, if_false.ndim)
+        if mask.ndim and rank > mask.ndim:
+            mask = mask.reshape(mask.shape + (1,) * (rank - mask.ndim))
+        return jnp.where(mask, if_true, if_false)
+
+    def truth(self, value):
+        value = jnp.asarray(value)
+        return value if value.dtype == bool else value != 0
+
+    def any(self, x):
+        return jnp.any(x)
+
+    def minimum(self, a, b):
+        return jnp.minimum(a, b)
+
+    def maximum(self, a, b):
+        return jnp.maximum(a, b)
+
+    def reduce_min(self, x):
+        return jnp.min(x)
+
+    def scatter_rows(self, stack, depth, values):
+        """``stack[depth[b], b] = values[b]``; rows whose depth is out of range are skipped."""
+        rows = jnp.arange(stack.shape[1])
+        return stack.at[depth, rows].set(values.astype(stack.dtype), mode="drop")
+
+    def gather_rows(self, stack, depth):
+        rows = jnp.arange(stack.shape[1])
+        return stack[jnp.clip(depth, 0, stack.shape[0] - 1), rows]
+
+    def place(self, value, batch_size: int, type_: TensorType, leading_batch: bool):
+        """``value`` cast to ``type_`` and broadcast to ``[batch, *shape]``."""
+        array = jnp.asarray(value)
+        if leading_batch:
+            missing = len(type_.shape) - (array.ndim - 1)
+            if missing > 0:
+                array = array.reshape(array.shape[:1] + (1,) * missing + array.shape[1:])
+        if array.dtype != _canonical(type_.dtype):
+            array = array.astype(_canonical(type_.dtype))
+        return jnp.broadcast_to(array, (batch_size, *type_.shape))
+
+    def while_loop(self, cond, body, state):
+        return lax.while_loop(cond, body, state)
+
+    def switch(self, index, branches, state):
+        return lax.switch(index, branches, state)
+
+    def jit(self, function: Callable) -> Callable:
+        return jax.jit(function)
+
+    def to_host(self, value) -> Any:
+        return np.asarray(value)
+
+    def is_tracing(self, values) -> bool:
+        return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
+
+    def asarray(self, value, dtype=None):
+        return jnp.asarray(value, None if dtype is None else _canonical(dtype))

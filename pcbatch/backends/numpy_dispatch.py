@@ -1,0 +1,163 @@
+"""NumPy code on other array libraries: ``np.sqrt(x)`` runs ``jnp.sqrt`` on a JAX array.
+
+Users write primitives with NumPy. On a backend whose arrays are not NumPy's
+(JAX tracers, TensorFlow tensors), pcbatch hands the primitive `Dispatched`
+values instead: NumPy's own dispatch protocols (``__array_ufunc__``,
+``__array_function__``) send every ufunc and array function to the same-named
+function of the backend's NumPy-compatible namespace (``jax.numpy``,
+``tf.experimental.numpy``), and the results come back wrapped again. So one
+program runs on every backend unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pcbatch.ir.types import is_pattern_node, rebuild
+
+
+class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
+    """An array of another library, dressed so NumPy calls reach that library."""
+
+    __slots__ = ("value", "xp")
+
+    def __init__(self, value: Any, xp):
+        self.value = value
+        self.xp = xp
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.value.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.value.shape)
+
+    @property
+    def dtype(self):
+        return np.dtype(getattr(self.value.dtype, "as_numpy_dtype", self.value.dtype))
+
+    @property
+    def T(self):  # noqa: N802 - NumPy's name
+        return self._wrap(self.xp.transpose(self.value))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        return f"Dispatched({self.value!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __index__(self) -> int:
+        return int(self.value)
+
+    def __getitem__(self, index):
+        return self._wrap(self.value[unwrap(index)])
+
+    def astype(self, dtype, **kwargs):
+        return self._wrap(self.xp.asarray(self.value).astype(dtype))
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return self._wrap(self.xp.reshape(self.value, shape))
+
+    def __getattr__(self, name: str):
+        function = getattr(self.xp, name, None)
+        if name.startswith("_") or not callable(function):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self._wrap(
+            function(self.value, *unwrap(args), **unwrap(kwargs))
+        )
+
+    def _wrap(self, value):
+        return wrap(value, self.xp)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        function = getattr(self.xp, ufunc.__name__, None)
+        if method != "__call__" or function is None:
+            return NotImplemented
+        return self._wrap(function(*unwrap(inputs), **unwrap(kwargs)))
+
+    def __array_function__(self, func, types, args, kwargs):
+        target = _counterpart(func, self.xp)
+        if target is None:
+            raise TypeError(
+                f"{func.__module__}.{func.__name__} has no counterpart in "
+                f"{self.xp.__name__}; use a function it provides"
+            )
+        kwargs = {_RENAMED.get((func.__name__, k), k): v for k, v in kwargs.items()}
+        return self._wrap(target(*unwrap(args), **unwrap(kwargs)))
+
+
+# Keyword arguments whose names differ between NumPy and its counterparts.
+_RENAMED = {("clip", "a_min"): "min", ("clip", "a_max"): "max"}
+
+
+def _counterpart(func: Callable, xp):
+    module = func.__module__ or "numpy"
+    parts = module.split(".")[1:]  # numpy.linalg -> ["linalg"]
+    namespace = xp
+    for part in parts:
+        if part.startswith("_"):
+            break
+        namespace = getattr(namespace, part, None)
+        if namespace is None:
+            return None
+    return getattr(namespace, func.__name__, None) or getattr(xp, func.__name__, None)
+
+
+def _is_foreign_array(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.ndarray)
+
+
+def wrap(value: Any, xp) -> Any:
+    if isinstance(value, Dispatched):
+        return value
+    if is_pattern_node(value):
+        return rebuild(value, [wrap(v, xp) for v in value])
+    if _is_foreign_array(value):
+        return Dispatched(value, xp)
+    return value
+
+
+def unwrap(value: Any) -> Any:
+    if isinstance(value, Dispatched):
+        return value.value
+    if isinstance(value, dict):
+        return {k: unwrap(v) for k, v in value.items()}
+    if is_pattern_node(value) or isinstance(value, list):
+        return (
+            type(value)(unwrap(v) for v in value)
+            if not hasattr(value, "_fields")
+            else rebuild(value, [unwrap(v) for v in value])
+        )
+    if isinstance(value, slice):
+        return slice(unwrap(value.start), unwrap(value.stop), unwrap(value.step))
+    return value
+
+
+def adapt(function: Callable, namespace: str) -> Callable:
+    """``function`` (written with NumPy) applied to arrays of the library ``namespace``."""
+    xp = importlib.import_module(namespace)
+
+    def adapted(*args):
+        return unwrap(function(*wrap(args, xp)))
+
+    adapted.__name__ = getattr(function, "__name__", "primitive")
+    adapted.__wrapped__ = function
+    return adapted

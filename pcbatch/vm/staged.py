@@ -1,0 +1,399 @@
+"""The staged machine: the whole VM as one ``while_loop`` whose body switches on the block.
+
+For compiled backends (JAX, TensorFlow): the loop, the block dispatch and every
+block are staged into one computation, so a VM step costs what its arrays cost,
+not Python interpreter time. Every block runs full width under a mask (the
+threads at that block); writes to registers are masked selects, and pushes and
+pops touch only the active rows of a stack (a scatter that drops inactive rows),
+never a copy of the whole stack.
+
+Stack overflow cannot raise inside the staged loop: it sets a flag (and records
+the block), the loop stops, and the caller raises after the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from pcbatch.ir.nodes import (
+    BranchOp,
+    GotoOp,
+    HaltOp,
+    IndirectGotoOp,
+    PopOp,
+    PrimOp,
+    Program,
+    PushGotoOp,
+)
+from pcbatch.ir.types import VariableAllocation, flatten, is_pattern_node, rebuild
+
+PC = "__pc__"
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where each variable's leaves live in the loop state, fixed at trace time."""
+
+    program: Program
+    batch_size: int
+    max_stack_depth: int
+    leaves: dict  # var -> list of (key, TensorType)
+    full: frozenset  # keys with stacks
+
+    @classmethod
+    def of(cls, program: Program, batch_size: int, max_stack_depth: int) -> Layout:
+        leaves, full = {}, set()
+        for name, type_ in program.var_types.items():
+            alloc = program.alloc_of(name)
+            if alloc in (VariableAllocation.NULL, VariableAllocation.TEMPORARY):
+                continue
+            keys = [(f"{name}#{i}", t) for i, t in enumerate(flatten(type_.tensors))]
+            leaves[name] = keys
+            if alloc == VariableAllocation.FULL:
+                full.update(k for k, _ in keys)
+        return cls(program, batch_size, max_stack_depth, leaves, frozenset(full))
+
+
+def _unflatten(pattern: Any, values: list) -> Any:
+    iterator = iter(values)
+
+    def build(p):
+        if is_pattern_node(p):
+            return rebuild(p, [build(x) for x in p])
+        return next(iterator)
+
+    return build(pattern)
+
+
+class _Block:
+    """Traces one lowered block as a function of the loop state."""
+
+    def __init__(self, machine: StagedMachine, index: int):
+        self.m = machine
+        self.index = index
+        self.block = machine.program.graph.blocks[index]
+        self.functions = [
+            op.batched_function(machine.ops) if isinstance(op, PrimOp) and not op.is_copy else None
+            for op in self.block.instructions
+        ]
+
+    def __call__(self, state: dict) -> dict:
+        ops, m = self.m.ops, self.m
+        state = dict(state)
+        state["vars"] = dict(state["vars"])
+        mask = state["pc"]["top"] == self.index
+        env: dict = {}
+        for op, function in zip(self.block.instructions, self.functions):
+            if isinstance(op, PopOp):
+                for name in op.vars:
+                    env.pop(name, None)
+                    for key, _ in m.layout.leaves[name]:
+                        state["vars"][key] = m.pop(state["vars"][key], mask)
+                continue
+            inputs = [self.read(state, env, v) for v in op.vars_in]
+            if op.is_copy:
+                outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
+            else:
+                outputs = function(*inputs)
+            self.bind(state, env, op, op.vars_out, outputs, mask)
+        state = m.terminate(state, self.block.terminator, env, mask, self.read)
+        if m.profiling:
+            state = m.count(
+                state, self.index, mask, len(self.functions) - self.functions.count(None)
+            )
+        return state
+
+    def read(self, state, env, name):
+        if name in env:
+            return env[name]
+        keys = self.m.layout.leaves[name]
+        values = [state["vars"][key]["top"] for key, _ in keys]
+        return _unflatten(self.m.program.var_types[name].tensors, values)
+
+    def bind(self, state, env, op, names, values, mask):
+        if is_pattern_node(names):
+            for n, v in zip(names, values):
+                self.bind(state, env, op, n, v, mask)
+            return
+        alloc = self.m.program.alloc_of(names)
+        if alloc == VariableAllocation.NULL:
+            return
+        var_type = self.m.program.var_types[names]
+        per_example = isinstance(op, PrimOp) and op.per_example
+        placed_leaves = [
+            self.m.ops.place(v, self.m.layout.batch_size, t, per_example)
+            for v, t in zip(flatten(values), flatten(var_type.tensors))
+        ]
+        env[names] = _unflatten(var_type.tensors, placed_leaves)
+        if alloc == VariableAllocation.TEMPORARY:
+            return
+        push = names not in op.skip_push_mask and alloc == VariableAllocation.FULL
+        for (key, _), value in zip(self.m.layout.leaves[names], placed_leaves):
+            leaf = state["vars"][key]
+            if push:
+                state["vars"][key], overflow = self.m.push(leaf, value, mask)
+                state = self.m.flag_overflow(state, overflow, self.index)
+            else:
+                state["vars"][key] = dict(leaf, top=self.m.ops.where(mask, value, leaf["top"]))
+
+
+class StagedMachine:
+    """Builds the staged run of one lowered program for one batch size."""
+
+    def __init__(
+        self,
+        program: Program,
+        ops,
+        batch_size: int,
+        max_stack_depth: int,
+        profiling: bool,
+        max_steps: int | None,
+    ):
+        self.program = program
+        self.ops = ops
+        self.layout = Layout.of(program, batch_size, max_stack_depth)
+        self.halt = len(program.graph)
+        self.profiling = profiling
+        self.max_steps = max_steps
+        self.blocks = [_Block(self, i) for i in range(self.halt)]
+        self.rows = None
+
+    # -- stacks -----------------------------------------------------------------
+    def push(self, leaf: dict, value, mask):
+        ops = self.ops
+        depth = leaf["depth"]
+        capacity = leaf["stack"].shape[0]
+        overflow = ops.any(mask & (depth >= capacity))
+        target = ops.where(mask, depth, capacity)  # out of range: the row is not written
+        stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
+        new_depth = ops.where(mask, ops.minimum(depth + 1, capacity), depth)
+        top = ops.where(mask, value, leaf["top"])
+        return {"top": top, "stack": stack, "depth": new_depth}, overflow
+
+    def pop(self, leaf: dict, mask) -> dict:
+        ops = self.ops
+        depth = ops.where(mask, ops.maximum(leaf["depth"] - 1, 0), leaf["depth"])
+        saved = ops.gather_rows(leaf["stack"], depth)
+        return {"top": ops.where(mask, saved, leaf["top"]), "stack": leaf["stack"], "depth": depth}
+
+    def flag_overflow(self, state: dict, overflow, block: int) -> dict:
+        ops = self.ops
+        first = overflow & ~state["overflow"]
+        state = dict(state)
+        state["overflow_block"] = ops.where(first, block, state["overflow_block"])
+        state["overflow"] = state["overflow"] | overflow
+        return state
+
+    # -- control ------------------------------------------------------------------
+    def terminate(self, state, term, env, mask, read) -> dict:
+        ops, index = self.ops, self.program.graph.index
+        pc = state["pc"]
+        const = lambda i: ops.full_pc(self.layout.batch_size, i)
+        if isinstance(term, BranchOp):
+            cond = ops.truth(read(state, env, term.cond_var))
+            target = ops.where(
+                cond, const(index(term.true_target)), const(index(term.false_target))
+            )
+            pc = dict(pc, top=ops.where(mask, target, pc["top"]))
+        elif isinstance(term, GotoOp):
+            pc = dict(pc, top=ops.where(mask, const(index(term.target)), pc["top"]))
+        elif isinstance(term, PushGotoOp):
+            pc = dict(pc, top=ops.where(mask, const(index(term.return_target)), pc["top"]))
+            pc, overflow = self.push(pc, const(index(term.target)), mask)
+            state = self.flag_overflow(state, overflow, self.program.graph.index(term.target))
+        elif isinstance(term, IndirectGotoOp):
+            pc = self.pop(pc, mask)
+        elif isinstance(term, HaltOp):
+            pc = dict(pc, top=ops.where(mask, const(self.halt), pc["top"]))
+        state = dict(state)
+        state["pc"] = pc
+        return state
+
+    def count(self, state, index, mask, n_prims) -> dict:
+        ops = self.ops
+        state = dict(state)
+        active = ops.count(mask)
+        state["block_counts"] = ops.add_at(state["block_counts"], index, 1)
+        state["active_sum"] = state["active_sum"] + ops.float(active) * n_prims
+        state["prim_count"] = state["prim_count"] + n_prims
+        return state
+
+    # -- the loop -------------------------------------------------------------------
+    def initial_state(self, inputs: list) -> dict:
+        ops, layout = self.ops, self.layout
+        b, depth = layout.batch_size, layout.max_stack_depth
+        variables = {}
+        for name, keys in layout.leaves.items():
+            for key, t in keys:
+                leaf = {"top": ops.zeros((b, *t.shape), t.dtype)}
+                if key in layout.full:
+                    leaf["stack"] = ops.zeros((depth, b, *t.shape), t.dtype)
+                    leaf["depth"] = ops.zeros((b,), ops.index_dtype)
+                variables[key] = leaf
+        for name, value in zip(self.program.vars_in, inputs):
+            if name not in layout.leaves:
+                continue
+            for (key, t), leaf in zip(layout.leaves[name], flatten(value)):
+                variables[key] = dict(variables[key], top=ops.place(leaf, b, t, True))
+        pc = {
+            "top": ops.full_pc(b, 0),
+            "stack": ops.zeros((depth + 1, b), ops.index_dtype),
+            "depth": ops.full_pc(b, 1) if b else ops.zeros((b,), ops.index_dtype),
+        }
+        # The bottom of every program-counter stack is the exit: main's return halts.
+        pc["stack"] = ops.scatter_rows(
+            pc["stack"], ops.zeros((b,), ops.index_dtype), ops.full_pc(b, self.halt)
+        )
+        state = {
+            "pc": pc,
+            "vars": variables,
+            "overflow": ops.false(),
+            "overflow_block": ops.scalar_int(-1),
+            "steps": ops.scalar_int(0),
+        }
+        if self.profiling:
+            state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
+            state["active_sum"] = ops.scalar_float(0.0)
+            state["live_sum"] = ops.scalar_float(0.0)
+            state["prim_count"] = ops.scalar_int(0)
+        return state
+
+    def run(self, inputs: list):
+        """The staged computation: inputs -> (outputs, final state)."""
+        ops = self.ops
+        state = self.initial_state(inputs)
+
+        def keep_going(s):
+            live = ops.any(s["pc"]["top"] < self.halt)
+            going = live & ~s["overflow"]
+            if self.max_steps is not None:
+                going = going & (s["steps"] < self.max_steps)
+            return going
+
+        def step(s):
+            block = ops.reduce_min(s["pc"]["top"])
+            if self.profiling:
+                s = dict(
+                    s, live_sum=s["live_sum"] + ops.float(ops.count(s["pc"]["top"] < self.halt))
+                )
+            s = ops.switch(block, self.blocks, s)
+            return dict(s, steps=s["steps"] + 1)
+
+        final = ops.while_loop(keep_going, step, state)
+        outputs = []
+        for name in self.program.vars_out:
+            keys = self.layout.leaves[name]
+            values = [final["vars"][key]["top"] for key, _ in keys]
+            outputs.append(_unflatten(self.program.var_types[name].tensors, values))
+        return tuple(outputs), final
+
+
+# ---------------------------------------------------------------------------
+# Running: compile once per signature, check flags on the host afterwards
+
+
+def _with_batch_dims(program: Program, args) -> list:
+    """Each argument leaf with a leading batch dimension (size 1 for per-example values)."""
+    inputs = []
+    for name, arg in zip(program.vars_in, args):
+        types = flatten(program.var_types[name].tensors)
+        leaves = [
+            leaf if len(np.shape(leaf)) > len(t.shape) else np.asarray(leaf)[None]
+            for leaf, t in zip(flatten(arg), types)
+        ]
+        inputs.append(_unflatten(program.var_types[name].tensors, leaves))
+    return inputs
+
+
+def execute(
+    program: Program,
+    args,
+    *,
+    backend,
+    max_stack_depth: int,
+    max_steps=None,
+    cache: dict | None = None,
+):
+    """Runs a lowered program on a staged backend; raises on overflow after the run."""
+    from pcbatch import profiling
+    from pcbatch.vm import machine
+
+    batch = machine.batch_size_of(program, args)
+    inputs = _with_batch_dims(program, args)
+    prof = profiling.current()
+    signature = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", ""))) for x in flatten(inputs))
+    key = (id(program), batch, signature, max_stack_depth, max_steps, prof is not None)
+    cache = backend.compile_cache if cache is None else cache
+    entry = cache.get(key)
+    if entry is None or entry[0] is not program:
+        staged = StagedMachine(
+            program, backend, batch, max_stack_depth, prof is not None, max_steps
+        )
+        entry = (program, backend.jit(_traced(staged, backend)), staged)
+        cache[key] = entry
+    _, compiled, staged = entry
+    outputs, info = compiled(inputs)
+    if backend.is_tracing((outputs, info)):
+        return outputs[0] if len(outputs) == 1 else outputs  # inside the user's jit
+    _check(program, staged, info, args, max_stack_depth, max_steps, backend)
+    if prof is not None:
+        _record(prof, program, staged, info, batch, backend)
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _traced(staged: StagedMachine, backend):
+    def run(inputs):
+        backend.traces += 1  # runs only while tracing: counts compilations
+        outputs, final = staged.run(inputs)
+        info = {k: v for k, v in final.items() if k not in ("vars", "pc")}
+        info["pc"] = final["pc"]["top"]
+        return outputs, info
+
+    return run
+
+
+def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> None:
+    from pcbatch.errors import StackOverflowError
+    from pcbatch.vm import machine
+
+    if bool(backend.to_host(info["overflow"])):
+        block = program.graph.blocks[int(backend.to_host(info["overflow_block"]))]
+        owners = machine._owners(program)
+        term = block.terminator
+        function = owners[term.target] if isinstance(term, PushGotoOp) else owners[block.label]
+        host_args = [backend.to_host(a) if not is_pattern_node(a) else a for a in args]
+        rows = np.arange(machine.batch_size_of(program, host_args))
+        suggested, advice = machine._measure_depth(program, host_args, rows, max_stack_depth)
+        raise StackOverflowError(
+            f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth}; {advice}.",
+            function=function,
+            max_stack_depth=max_stack_depth,
+            suggested_depth=suggested,
+        )
+    pcs = backend.to_host(info["pc"])
+    if max_steps is not None and (pcs < staged.halt).any():
+        raise machine.StepLimitError(
+            f"{program.main}() did not finish in max_steps={max_steps} VM steps; "
+            f"{int((pcs < staged.halt).sum())} thread(s) still running"
+        )
+
+
+def _record(prof, program, staged, info, batch, backend) -> None:
+    counts = backend.to_host(info["block_counts"])
+    steps = int(backend.to_host(info["steps"]))
+    prof.runs += 1
+    prof.block_executions += steps
+    for block, n in zip(program.graph.blocks, counts):
+        if n:
+            prof.block_counts[block.label] += int(n)
+            for op in block.instructions:
+                if isinstance(op, PrimOp) and not op.is_copy:
+                    prof.primitive_counts[op.label] += int(n)
+    prims = int(backend.to_host(info["prim_count"]))
+    prof.primitive_executions += prims
+    if batch:
+        prof.active_lane_sum += float(backend.to_host(info["active_sum"])) / batch
+        prof.live_lane_sum += float(backend.to_host(info["live_sum"])) / batch

@@ -1,0 +1,66 @@
+"""The backends the suite runs on: NumPy always, JAX and TensorFlow when installed."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import pcbatch
+
+
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def make_backend(name: str):
+    if name == "numpy":
+        return pcbatch.NumpyBackend()
+    if name == "jax":
+        import jax
+
+        # The oracle computes in float64/int64; so does JAX here, to compare like with
+        # like (JAX's float32 default would, e.g., never meet a 1e-9 tolerance).
+        jax.config.update("jax_enable_x64", True)
+        from pcbatch.backends.jax import JaxBackend
+
+        return JaxBackend()
+    raise ValueError(name)
+
+
+BACKEND_NAMES = ["numpy"] + (["jax"] if _available("jax") else [])
+
+# One instance per backend for the whole session, so compiled programs are reused.
+_INSTANCES: dict = {}
+
+
+def backend(name: str):
+    if name not in _INSTANCES:
+        _INSTANCES[name] = make_backend(name)
+    return _INSTANCES[name]
+
+
+def float_rtol(name: str) -> float:
+    """The same float64 arithmetic, but compiled code may fuse or reorder operations."""
+    return 1e-12 if name == "numpy" else 1e-9
+
+
+def exact_dtypes(name: str) -> bool:
+    return name == "numpy"
+
+
+def assert_close(actual, expected, name: str) -> None:
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    if exact_dtypes(name):
+        assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    if np.issubdtype(expected.dtype, np.floating) or np.issubdtype(actual.dtype, np.floating):
+        np.testing.assert_allclose(
+            actual, expected, rtol=float_rtol(name), atol=1e-6 * (name != "numpy")
+        )
+    else:
+        np.testing.assert_array_equal(actual, expected)
+
+
+backend_param = pytest.mark.parametrize("backend_name", BACKEND_NAMES)
