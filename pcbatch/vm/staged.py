@@ -81,7 +81,7 @@ class _Block:
         ]
 
     def __call__(self, state: dict) -> dict:
-        ops, m = self.m.ops, self.m
+        m = self.m
         state = dict(state)
         state["vars"] = dict(state["vars"])
         mask = state["pc"]["top"] == self.index
@@ -226,7 +226,7 @@ class StagedMachine:
         ops, layout = self.ops, self.layout
         b, depth = layout.batch_size, layout.max_stack_depth
         variables = {}
-        for name, keys in layout.leaves.items():
+        for keys in layout.leaves.values():
             for key, t in keys:
                 leaf = {"top": ops.zeros((b, *t.shape), t.dtype)}
                 if key in layout.full:

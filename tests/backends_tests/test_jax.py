@@ -1,0 +1,77 @@
+"""JAX specifics: one compilation per signature, jit composition, flags checked after a run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcbatch
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+from pcbatch.backends.jax import JaxBackend  # noqa: E402
+from tests import backends  # noqa: E402
+
+ctx = pcbatch.Context()
+
+
+@ctx.batch
+def fib(n):
+    if n <= 1:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+@ctx.batch
+def collatz(x):
+    steps = 0
+    while x != 1:
+        x = x // 2 if x % 2 == 0 else 3 * x + 1
+        steps += 1
+    return steps
+
+
+def test_same_shapes_do_not_retrace():
+    backend = backends.backend("jax")
+    n = np.array([5, 6, 7])
+    fib(n, backend=backend)
+    traces = backend.traces
+    for _ in range(3):
+        np.testing.assert_array_equal(np.asarray(fib(n + 1, backend=backend)), [8, 13, 21])
+    assert backend.traces == traces
+
+
+def test_jax_arrays_choose_the_jax_backend():
+    result = fib(jnp.array([6, 7, 8]))
+    assert isinstance(result, jax.Array)
+    np.testing.assert_array_equal(np.asarray(result), [8, 13, 21])
+
+
+def test_callable_inside_a_users_jit():
+    @jax.jit
+    def twice_collatz(x):
+        return 2 * collatz(x)
+
+    np.testing.assert_array_equal(np.asarray(twice_collatz(jnp.array([6, 7, 27]))), [16, 32, 222])
+
+
+def test_stack_overflow_is_detected_after_the_run():
+    with pytest.raises(pcbatch.StackOverflowError, match="'fib'") as info:
+        fib(np.array([3, 20]), backend=backends.backend("jax"), max_stack_depth=6)
+    assert info.value.suggested_depth is not None and info.value.suggested_depth > 6
+
+
+def test_step_limit():
+    with pytest.raises(pcbatch.StepLimitError):
+        collatz(np.array([27]), backend=backends.backend("jax"), max_steps=10)
+
+
+def test_profile_counts_on_jax():
+    backend = JaxBackend()
+    with pcbatch.profile() as jax_prof:
+        fib(np.array([6, 7, 8, 7]), backend=backend)
+    with pcbatch.profile() as numpy_prof:
+        fib(np.array([6, 7, 8, 7]))
+    assert jax_prof.block_executions == numpy_prof.block_executions
+    assert jax_prof.primitive_counts == numpy_prof.primitive_counts
