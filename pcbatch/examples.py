@@ -171,3 +171,25 @@ def trajectories(x, n_traj):
         acc = (acc + value) % MOD
         x = (x + value + 1) % MOD
     return acc, x
+
+
+@context.batch
+def fib_peer(n):
+    """Fibonacci with the seed peer's base case (n <= 2 gives 1), for like-for-like timing."""
+    if n <= 2:
+        return 1
+    return fib_peer(n - 1) + fib_peer(n - 2)
+
+
+@context.batch
+def is_even(n):
+    if n == 0:
+        return True
+    return is_odd(n - 1)
+
+
+@context.batch
+def is_odd(n):
+    if n == 0:
+        return False
+    return is_even(n - 1)
