@@ -63,7 +63,9 @@ class RegisterVariable:
         return self
 
     def _set_top(self, value: np.ndarray, lanes: NumpyLanes) -> None:
-        if lanes.index is None:
+        if lanes.index is None and np.ndim(value) == 0:
+            self.top = np.full(self.top.shape, value, self.top.dtype)
+        elif lanes.index is None:
             # Replace rather than overwrite: a full-width read handed out a view of
             # the old array, and a parallel copy (a, b = b, a) may still read it.
             self.top = np.array(np.broadcast_to(value, self.top.shape), dtype=self.top.dtype)

@@ -79,7 +79,10 @@ def _read(run: _Run, name: str, lanes, env: dict):
         raise PcbatchError(
             f"variable {name!r} is read but has no storage (a compiler bug)"
         ) from None
-    value = map_pattern(lambda v: v.read(lanes), storage)
+    if is_pattern_node(storage):
+        value = map_pattern(lambda v: v.read(lanes), storage)
+    else:
+        value = storage.read(lanes)
     env[name] = value
     return value
 
@@ -109,6 +112,12 @@ def _write(run: _Run, name: str, value, lanes, env: dict, op, push: bool) -> Non
     if alloc == VariableAllocation.TEMPORARY:
         return
     storage = run.variables[name]
+    if not is_pattern_node(storage):
+        if push and alloc == VariableAllocation.FULL:
+            run.variables[name] = storage.push(placed, lanes)
+        else:
+            run.variables[name] = storage.update(placed, lanes)
+        return
     if push and alloc == VariableAllocation.FULL:
         run.variables[name] = map_pattern(lambda var, v: var.push(v, lanes), storage, placed)
     else:
@@ -156,7 +165,8 @@ def _run_pop(run: _Run, op: PopOp, lanes, env: dict) -> None:
 
 def _run_terminator(run: _Run, term, lanes, env: dict) -> None:
     index = run.program.graph.index
-    place = lambda value: run.backend.place(value, lanes, PC_TYPE)
+    # NumPy assignment broadcasts and casts program counters itself.
+    place = lambda value: value
     if isinstance(term, BranchOp):
         cond = _read(run, term.cond_var, lanes, env)
         if getattr(cond, "dtype", None) != np.bool_:
