@@ -277,12 +277,14 @@ class Context:
 
 
 def _backend_for(values: list):
-    """The backend the arguments' arrays belong to: JAX arrays -> JAX, else NumPy."""
+    """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF, else NumPy."""
     for value in values:
         for leaf in _leaves(value):
             module = type(leaf).__module__ or ""
             if module.startswith(("jax", "jaxlib")):
                 return _shared_backend("jax")
+            if module.startswith("tensorflow"):
+                return _shared_backend("tensorflow")
     return NumpyBackend()
 
 
@@ -292,9 +294,14 @@ _SHARED: dict = {}
 def _shared_backend(name: str):
     """One instance per compiled backend, so its compile cache lives across calls."""
     if name not in _SHARED:
-        from pcbatch.backends.jax import JaxBackend
+        if name == "jax":
+            from pcbatch.backends.jax import JaxBackend
 
-        _SHARED[name] = JaxBackend()
+            _SHARED[name] = JaxBackend()
+        else:
+            from pcbatch.backends.tensorflow import TensorFlowBackend
+
+            _SHARED[name] = TensorFlowBackend()
     return _SHARED[name]
 
 

@@ -26,10 +26,19 @@ def make_backend(name: str):
         from pcbatch.backends.jax import JaxBackend
 
         return JaxBackend()
+    if name == "tensorflow":
+        from pcbatch.backends.tensorflow import TensorFlowBackend
+
+        # Graph mode compiles far faster than XLA; XLA has its own tests.
+        return TensorFlowBackend(jit_compile=False)
     raise ValueError(name)
 
 
-BACKEND_NAMES = ["numpy"] + (["jax"] if _available("jax") else [])
+BACKEND_NAMES = (
+    ["numpy"]
+    + (["jax"] if _available("jax") else [])
+    + (["tensorflow"] if _available("tensorflow") else [])
+)
 
 # One instance per backend for the whole session, so compiled programs are reused.
 _INSTANCES: dict = {}

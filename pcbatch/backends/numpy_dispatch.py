@@ -70,7 +70,7 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         return self._wrap(self.value[unwrap(index)])
 
     def astype(self, dtype, **kwargs):
-        return self._wrap(self.xp.asarray(self.value).astype(dtype))
+        return self._wrap(self.xp.asarray(self.value, dtype=dtype))
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
@@ -100,12 +100,13 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
                 f"{func.__module__}.{func.__name__} has no counterpart in "
                 f"{self.xp.__name__}; use a function it provides"
             )
-        kwargs = {_RENAMED.get((func.__name__, k), k): v for k, v in kwargs.items()}
+        renamed = _RENAMED.get(self.xp.__name__, {})
+        kwargs = {renamed.get((func.__name__, k), k): v for k, v in kwargs.items()}
         return self._wrap(target(*unwrap(args), **unwrap(kwargs)))
 
 
 # Keyword arguments whose names differ between NumPy and its counterparts.
-_RENAMED = {("clip", "a_min"): "min", ("clip", "a_max"): "max"}
+_RENAMED = {"jax.numpy": {("clip", "a_min"): "min", ("clip", "a_max"): "max"}}
 
 
 def _counterpart(func: Callable, xp):

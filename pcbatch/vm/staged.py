@@ -28,7 +28,7 @@ from pcbatch.ir.nodes import (
     Program,
     PushGotoOp,
 )
-from pcbatch.ir.types import VariableAllocation, flatten, is_pattern_node, rebuild
+from pcbatch.ir.types import VariableAllocation, flatten, is_pattern_node, map_pattern, rebuild
 
 PC = "__pc__"
 
@@ -94,6 +94,10 @@ class _Block:
                         state["vars"][key] = m.pop(state["vars"][key], mask)
                 continue
             inputs = [self.read(state, env, v) for v in op.vars_in]
+            if m.sanitize and not op.is_copy:
+                # Inactive rows hold junk (say, a zero divisor that makes TensorFlow's
+                # integer division raise): show the primitive an active row there instead.
+                inputs = [map_pattern(lambda v: m.ops.fill_inactive(v, mask), x) for x in inputs]
             if op.is_copy:
                 outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
             else:
@@ -158,6 +162,7 @@ class StagedMachine:
         self.halt = len(program.graph)
         self.profiling = profiling
         self.max_steps = max_steps
+        self.sanitize = getattr(ops, "sanitize_inactive", False)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
         self.rows = None
 

@@ -1,0 +1,187 @@
+"""The TensorFlow backend: the batched program as one ``tf.while_loop`` in a ``tf.function``.
+
+Same staged machine as JAX (``pcbatch/vm/staged.py``): the loop is
+``tf.while_loop``, the dispatch ``tf.switch_case``, pushes and pops write one
+entry per batch row with ``tf.tensor_scatter_nd_update`` (never a copy of the
+whole stack per step). By default the function is compiled with XLA
+(``jit_compile=True``); ``jit_compile=False`` keeps a graph without XLA.
+Primitives written with NumPy run on ``tf.experimental.numpy``; per-example
+primitives are vectorized with ``tf.vectorized_map``. Works with today's
+TensorFlow release and no TensorFlow-internal modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from pcbatch.backends import numpy_dispatch
+from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.ir.types import TensorType, Type, map_pattern
+
+
+def _np_dtype(dtype) -> np.dtype:
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+
+
+class TensorFlowBackend:
+    """Runs batched programs as one TensorFlow graph (XLA-compiled by default).
+
+    Args:
+      safety_checks: check stack overflow and the step limit after each run
+        (one small device-to-host read); False skips them for raw speed.
+      jit_compile: compile the staged program with XLA.
+    """
+
+    name = "tensorflow"
+    gathers_active_rows = False
+    staged = True
+    index_dtype = np.dtype(np.int32)
+
+    def __init__(self, safety_checks: bool = True, jit_compile: bool = True):
+        self.safety_checks = safety_checks
+        self.jit_compile = jit_compile
+        self._types = NumpyBackend()
+        self.compile_cache: dict = {}
+        self.traces = 0
+
+    # -- types ------------------------------------------------------------------
+    def type_of(self, t, preferred_dtype=None) -> TensorType:
+        dtype = getattr(t, "dtype", None)
+        dtype = _np_dtype(dtype) if dtype is not None else np.asarray(t).dtype
+        return TensorType(dtype, tuple(int(d) for d in np.shape(t)))
+
+    def run_on_dummies(self, primitive_callable: Callable, input_types: Sequence[Type], fill=1):
+        dummy = lambda t: tf.constant(np.full(t.shape, fill, _np_dtype(t.dtype)))
+        args = [map_pattern(dummy, t.tensors) for t in input_types]
+        return primitive_callable(*args)
+
+    def merge_dtypes(self, dt1, dt2):
+        return self._types.merge_dtypes(dt1, dt2)
+
+    def merge_shapes(self, s1, s2):
+        return self._types.merge_shapes(s1, s2)
+
+    def adapt(self, function: Callable) -> Callable:
+        """A primitive written with NumPy, run on tensors (``np.f`` -> ``tnp.f``)."""
+        return numpy_dispatch.adapt(function, "tensorflow.experimental.numpy")
+
+    def vectorize(self, function: Callable) -> Callable:
+        function = self.adapt(function)
+
+        def batched(*args):
+            if not args:
+                return map_pattern(lambda v: tf.convert_to_tensor(v)[None], function())
+            return tf.vectorized_map(lambda xs: function(*xs), tuple(args))
+
+        return batched
+
+    # -- staged VM operations ----------------------------------------------------
+    def zeros(self, shape, dtype):
+        return tf.zeros(shape, _np_dtype(dtype))
+
+    def full_pc(self, size: int, value: int):
+        return tf.fill([size], tf.constant(value, tf.int32))
+
+    def full_mask(self, size: int):
+        return tf.ones([size], tf.bool)
+
+    def false(self):
+        return tf.constant(False)
+
+    def scalar_int(self, value: int):
+        return tf.constant(value, tf.int32)
+
+    def scalar_float(self, value: float):
+        return tf.constant(value, tf.float32)
+
+    def float(self, x):
+        return tf.cast(x, tf.float32)
+
+    def count(self, mask):
+        return tf.reduce_sum(tf.cast(mask, tf.int32))
+
+    def add_at(self, counts, index: int, amount):
+        return tf.tensor_scatter_nd_add(counts, [[index]], [amount])
+
+    def where(self, mask, if_true, if_false):
+        if_true, if_false = tf.convert_to_tensor(if_true), tf.convert_to_tensor(if_false)
+        mask = tf.convert_to_tensor(mask)
+        rank = max(if_true.shape.rank, if_false.shape.rank)
+        if mask.shape.rank and rank > mask.shape.rank:
+            mask = tf.reshape(mask, tf.concat([tf.shape(mask), [1] * (rank - mask.shape.rank)], 0))
+        shape = tf.broadcast_dynamic_shape(tf.shape(if_true), tf.shape(if_false))
+        shape = tf.broadcast_dynamic_shape(shape, tf.shape(mask))
+        return tf.where(tf.broadcast_to(mask, shape), if_true, if_false)
+
+    def truth(self, value):
+        value = tf.convert_to_tensor(value)
+        return value if value.dtype == tf.bool else tf.not_equal(value, 0)
+
+    def any(self, x):
+        return tf.reduce_any(x)
+
+    def minimum(self, a, b):
+        return tf.minimum(a, b)
+
+    def maximum(self, a, b):
+        return tf.maximum(a, b)
+
+    def reduce_min(self, x):
+        return tf.reduce_min(x)
+
+    sanitize_inactive = True
+
+    def fill_inactive(self, value, mask):
+        """``value`` with inactive rows replaced by the first active row's."""
+        value = tf.convert_to_tensor(value)
+        representative = tf.gather(value, tf.argmax(tf.cast(mask, tf.int32)))[None]
+        return self.where(mask, value, representative)
+
+    def _row_indices(self, stack, depth):
+        rows = tf.range(tf.shape(stack)[1], dtype=tf.int32)
+        clipped = tf.clip_by_value(depth, 0, stack.shape[0] - 1)
+        return tf.stack([clipped, rows], axis=1)
+
+    def scatter_rows(self, stack, depth, values):
+        """``stack[depth[b], b] = values[b]``; rows whose depth is out of range keep theirs."""
+        indices = self._row_indices(stack, depth)
+        current = tf.gather_nd(stack, indices)
+        valid = depth < stack.shape[0]
+        updates = self.where(valid, tf.cast(values, stack.dtype), current)
+        return tf.tensor_scatter_nd_update(stack, indices, updates)
+
+    def gather_rows(self, stack, depth):
+        return tf.gather_nd(stack, self._row_indices(stack, depth))
+
+    def place(self, value, batch_size: int, type_: TensorType, leading_batch: bool):
+        array = tf.convert_to_tensor(value)
+        if leading_batch:
+            missing = len(type_.shape) - (array.shape.rank - 1)
+            if missing > 0:
+                shape = tf.concat([tf.shape(array)[:1], [1] * missing, tf.shape(array)[1:]], 0)
+                array = tf.reshape(array, shape)
+        dtype = tf.as_dtype(_np_dtype(type_.dtype))
+        if array.dtype != dtype:
+            array = tf.cast(array, dtype)
+        return tf.broadcast_to(array, [batch_size, *type_.shape])
+
+    def while_loop(self, cond, body, state):
+        return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
+
+    def switch(self, index, branches, state):
+        return tf.switch_case(index, [lambda b=b: b(state) for b in branches])
+
+    def jit(self, function: Callable) -> Callable:
+        return tf.function(function, jit_compile=self.jit_compile, autograph=False)
+
+    def to_host(self, value) -> Any:
+        return np.asarray(value)
+
+    def is_tracing(self, values) -> bool:
+        return not tf.executing_eagerly() or any(
+            tf.is_symbolic_tensor(v) for v in tf.nest.flatten(values) if isinstance(v, tf.Tensor)
+        )
