@@ -1,4 +1,4 @@
-"""Backends side by side: NumPy, JAX (XLA), and each example alone in plain Python.
+"""Backends side by side: NumPy, JAX, TensorFlow (XLA), and each example alone in Python.
 
 Prints one table. Per workload and backend: batched block executions, median
 wall time of a warm call, microseconds per block execution, the first call's
@@ -26,6 +26,12 @@ def _backends() -> dict:
         from pcbatch.backends.jax import JaxBackend
 
         found["jax"] = JaxBackend()
+    except ImportError:
+        pass
+    try:
+        from pcbatch.backends.tensorflow import TensorFlowBackend
+
+        found["tf-xla"] = TensorFlowBackend(jit_compile=True)
     except ImportError:
         pass
     return found
