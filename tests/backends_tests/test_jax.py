@@ -11,25 +11,8 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 from pcbatch.backends.jax import JaxBackend  # noqa: E402
+from pcbatch.examples import collatz, fib  # noqa: E402
 from tests import backends  # noqa: E402
-
-ctx = pcbatch.Context()
-
-
-@ctx.batch
-def fib(n):
-    if n <= 1:
-        return n
-    return fib(n - 1) + fib(n - 2)
-
-
-@ctx.batch
-def collatz(x):
-    steps = 0
-    while x != 1:
-        x = x // 2 if x % 2 == 0 else 3 * x + 1
-        steps += 1
-    return steps
 
 
 def test_same_shapes_do_not_retrace():
