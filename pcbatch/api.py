@@ -273,6 +273,7 @@ class Context:
             stackless=bool(options.get("stackless", False)),
             max_steps=options.get("max_steps"),
             cache=self._cache,
+            block_code_cache=options.get("block_code_cache"),
         )
 
 

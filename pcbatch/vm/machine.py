@@ -318,6 +318,7 @@ def execute(
     backend=None,
     max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
     max_steps: int | None = None,
+    block_code_cache: dict | None = None,
     _measure_on_overflow: bool = True,
 ):
     """Runs a lowered program over a batch.
@@ -329,6 +330,8 @@ def execute(
       backend: the array backend (default NumPy).
       max_stack_depth: how deep any recursion may go.
       max_steps: stop with `StepLimitError` after this many VM steps (None: no bound).
+      block_code_cache: where a staged backend keeps compiled code across calls
+        (default: the backend's own cache); unused on NumPy.
 
     Returns:
       main's result (a tuple when it returns several), with a batch dimension.
@@ -338,7 +341,12 @@ def execute(
         from pcbatch.vm import staged
 
         return staged.execute(
-            program, args, backend=backend, max_stack_depth=max_stack_depth, max_steps=max_steps
+            program,
+            args,
+            backend=backend,
+            max_stack_depth=max_stack_depth,
+            max_steps=max_steps,
+            cache=block_code_cache,
         )
     if len(args) != len(program.vars_in):
         raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")

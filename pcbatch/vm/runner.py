@@ -81,6 +81,7 @@ def run(
     stackless: bool = False,
     max_steps: int | None = None,
     cache: CompileCache | None = None,
+    block_code_cache: dict | None = None,
 ):
     """Runs ``program``'s main over the batch ``args``; returns main's results, batched."""
     backend = backend or NumpyBackend()
@@ -90,7 +91,12 @@ def run(
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True)
         return machine.execute(
-            lowered, args, backend=backend, max_stack_depth=max_stack_depth, max_steps=max_steps
+            lowered,
+            args,
+            backend=backend,
+            max_stack_depth=max_stack_depth,
+            max_steps=max_steps,
+            block_code_cache=block_code_cache,
         )
     typed = cache.get(program, sig, backend, lowered=False)
     inputs = machine.broadcast_inputs(typed, args)

@@ -343,7 +343,8 @@ def execute(
     outputs, info = compiled(inputs)
     if backend.is_tracing((outputs, info)):
         return outputs[0] if len(outputs) == 1 else outputs  # inside the user's jit
-    _check(program, staged, info, args, max_stack_depth, max_steps, backend)
+    if getattr(backend, "safety_checks", True):
+        _check(program, staged, info, args, max_stack_depth, max_steps, backend)
     if prof is not None:
         _record(prof, program, staged, info, batch, backend)
     return outputs[0] if len(outputs) == 1 else outputs

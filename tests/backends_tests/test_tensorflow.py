@@ -45,3 +45,15 @@ def test_callable_inside_tf_function():
 def test_stack_overflow_is_detected_after_the_run():
     with pytest.raises(pcbatch.StackOverflowError, match="'fib'"):
         fib(np.array([3, 20]), backend=TensorFlowBackend(jit_compile=False), max_stack_depth=6)
+
+
+def test_block_code_cache_and_safety_checks():
+    backend = TensorFlowBackend(jit_compile=False)
+    cache = {}
+    collatz(np.array([6, 7]), backend=backend, block_code_cache=cache)
+    assert cache  # the compiled program lives in the caller's dict
+    traces = backend.traces
+    collatz(np.array([9, 10]), backend=backend, block_code_cache=cache)
+    assert backend.traces == traces
+    unchecked = TensorFlowBackend(safety_checks=False, jit_compile=False)
+    fib(np.array([3, 20]), backend=unchecked, max_stack_depth=6)  # no error: raw speed
