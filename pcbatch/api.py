@@ -21,6 +21,7 @@ signature and backend.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -317,11 +318,9 @@ def _build_module(functions: dict) -> Module:
     for p in parsed.values():
         _define(mb, p, functions)
     module = mb.module()
-    finished = []
-    for fn in module.functions:
-        fn = _with_type_inference(fn, functions[fn.name].type_inference)
-        finished.append(_with_maybe_unbound(fn))
-    return Module(tuple(finished))
+    return Module(
+        tuple(_finished(fn, functions[fn.name].type_inference) for fn in module.functions)
+    )
 
 
 def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
@@ -347,18 +346,13 @@ def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
         )
 
 
-def _with_type_inference(fn, type_inference):
-    if type_inference is None:
-        return fn
-    import dataclasses
-
-    return dataclasses.replace(fn, type_inference=type_inference)
-
-
-def _with_maybe_unbound(fn):
-    import dataclasses
-
-    return dataclasses.replace(fn, maybe_unbound=maybe_unassigned_reads(fn))
+def _finished(fn, type_inference):
+    """The built function with its declared types and Python's possibly-unbound locals."""
+    return dataclasses.replace(
+        fn,
+        type_inference=type_inference if type_inference is not None else fn.type_inference,
+        maybe_unbound=maybe_unassigned_reads(fn),
+    )
 
 
 __all__ = ["BatchedFunction", "Context", "pipeline"]

@@ -10,6 +10,13 @@ Capability flags let the VM choose a strategy per backend:
 ``gathers_active_rows`` means `Lanes` index only the active threads, so a
 block's cost scales with its active threads and primitives never see other
 threads' rows; compiled backends run full width under a mask instead.
+
+Backends with ``staged = True`` (JAX, TensorFlow) are driven by
+``pcbatch/vm/staged.py`` instead of the eager machine: they provide array
+operations on whole loop states (``zeros``, ``where``, ``scatter_rows``,
+``gather_rows``, ``while_loop``, ``switch``, ``jit``, ...; see `JaxBackend`),
+``adapt`` (run a NumPy-written primitive on their arrays) and ``vectorize``
+(map a per-example primitive over the batch).
 """
 
 from __future__ import annotations
