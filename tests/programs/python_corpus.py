@@ -536,14 +536,9 @@ def iter_fib(count):
     return a
 
 
-# Collatz step counts: while with a conditional expression
-@ctx.batch
-def collatz(x):
-    steps = 0
-    while x != 1:
-        x = x // 2 if x % 2 == 0 else 3 * x + 1
-        steps += 1
-    return steps
+# Collatz step counts: while with a conditional expression (the program lives in
+# pcbatch.examples, in that module's Context)
+collatz = examples.collatz
 
 
 # bisection root finding with a tolerance (module global TOL); plain helper; tuple return
