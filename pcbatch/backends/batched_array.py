@@ -77,6 +77,11 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
         if not isinstance(index, tuple):
             index = (index,)
         if any(isinstance(i, BatchedArray) for i in index):
+            if all(_is_simple_index(i) for i in index):
+                # Per-example integers: one fancy index with the batch rows in front.
+                rows = np.arange(self.data.shape[0])
+                key = [i.data if isinstance(i, BatchedArray) else i for i in index]
+                return BatchedArray(self.data[(rows, *key)])
             return _per_example(lambda x: x[index if len(index) > 1 else index[0]], (self,), {})
         return BatchedArray(self.data[(slice(None), *index)])
 
@@ -185,6 +190,15 @@ def _wrap(result, size):
     if size is not None and result.ndim and result.shape[0] == size:
         return BatchedArray(result)
     return result
+
+
+def _is_simple_index(part) -> bool:
+    """An int, a full ``:``, or a per-example integer scalar."""
+    if isinstance(part, BatchedArray):
+        return part.shape == () and np.issubdtype(part.dtype, np.integer)
+    if isinstance(part, slice):
+        return part == slice(None)
+    return isinstance(part, (int, np.integer))
 
 
 def _per_example(func: Callable, args, kwargs) -> Any:

@@ -23,6 +23,7 @@ from jax import lax
 
 from pcbatch.backends import numpy_dispatch
 from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.ir.setitem import align
 from pcbatch.ir.types import TensorType, Type, map_pattern
 
 
@@ -140,6 +141,18 @@ class JaxBackend:
     def gather_rows(self, stack, depth):
         rows = jnp.arange(stack.shape[1])
         return stack[jnp.clip(depth, 0, stack.shape[0] - 1), rows]
+
+    def set_items(self, setitem, target, value, indices, mask):
+        """``target[rows, *index] = value`` for the threads in ``mask`` (all if None)."""
+        size = target.shape[0]
+        rows = jnp.arange(size)
+        if mask is not None:
+            rows = jnp.where(mask, rows, size)  # out of range: dropped
+        dims = target.shape[1:]
+        wrap = lambda i, axis: jnp.where(i < 0, i + dims[axis], i)
+        key = setitem.key(rows, [jnp.asarray(i) for i in indices], wrap)
+        value = align(jnp.asarray(value).astype(target.dtype), setitem.rest_rank(target.ndim))
+        return target.at[key].set(value, mode="drop")
 
     def place(self, value, batch_size: int, type_: TensorType, leading_batch: bool):
         """``value`` cast to ``type_`` and broadcast to ``[batch, *shape]``."""

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from pcbatch.backends import numpy_dispatch
 from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
 
 
@@ -156,6 +157,33 @@ class TensorFlowBackend:
 
     def gather_rows(self, stack, depth):
         return tf.gather_nd(stack, self._row_indices(stack, depth))
+
+    def set_items(self, setitem, target, value, indices, mask):
+        """``target[rows, *index] = value`` for the threads in ``mask`` (all if None).
+
+        TensorFlow scatters only along leading axes, so the indexed axes move to the
+        front for the scatter and back after it.
+        """
+        target = tf.convert_to_tensor(target)
+        rank, dims = target.shape.rank, target.shape[1:]
+        indexed = [1 + a for a, part in enumerate(setitem.index) if part != FULL_SLICE]
+        perm = [0] + indexed + [a for a in range(1, rank) if a not in indexed]
+        moved = tf.transpose(target, perm)
+        wrap = lambda i, a: tf.where(i < 0, i + dims[a], i)
+        rows = tf.range(tf.shape(target)[0], dtype=tf.int64)
+        indices = [tf.cast(tf.convert_to_tensor(i), tf.int64) for i in indices]
+        coords = tf.stack([k for k in setitem.key(rows, indices, wrap) if not isinstance(k, slice)], 1)
+        current = tf.gather_nd(moved, coords)
+        value = tf.cast(tf.convert_to_tensor(value), target.dtype)
+        missing = setitem.rest_rank(rank) - (value.shape.rank - 1)
+        if missing > 0:
+            shape = tf.concat([tf.shape(value)[:1], [1] * missing, tf.shape(value)[1:]], 0)
+            value = tf.reshape(value, shape)
+        updates = tf.broadcast_to(value, tf.shape(current))
+        if mask is not None:
+            updates = self.where(mask, updates, current)
+        moved = tf.tensor_scatter_nd_update(moved, coords, updates)
+        return tf.transpose(moved, np.argsort(perm))
 
     def place(self, value, batch_size: int, type_: TensorType, leading_batch: bool):
         array = tf.convert_to_tensor(value)

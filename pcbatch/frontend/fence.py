@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from pcbatch.frontend.parse import ParsedFunction, local_names
+from pcbatch.frontend.parse import ParsedFunction, local_names, parameter_names
 
 _STATEMENTS_OK = (
     ast.Assign,
@@ -52,6 +52,8 @@ class _Fence(ast.NodeVisitor):
         self.parsed = parsed
         self.locals = local_names(parsed.tree)
         self.batched_names = batched_names
+        self.parameters = parameter_names(parsed.tree)
+        self.item_assigned = _item_assigned(parsed.tree)
 
     def reject(self, node: ast.AST, message: str):
         raise self.parsed.syntax_error(node, message)
@@ -73,14 +75,57 @@ class _Fence(ast.NodeVisitor):
         self.visit(stmt)
 
     def check_Assign(self, stmt: ast.Assign) -> None:
-        for target in stmt.targets:
-            self.check_target(target)
+        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript):
+            self.check_item_target(stmt.targets[0])
+        else:
+            for target in stmt.targets:
+                self.check_target(target)
+        self.check_no_alias(stmt)
         self.visit(stmt.value)
 
     def check_AugAssign(self, stmt: ast.AugAssign) -> None:
-        if not isinstance(stmt.target, ast.Name):
-            self.reject(stmt.target, "augmented assignment must target a plain variable name")
+        if isinstance(stmt.target, ast.Subscript):
+            self.check_item_target(stmt.target)
+        elif not isinstance(stmt.target, ast.Name):
+            self.reject(stmt.target, "augmented assignment must target a variable or an item")
         self.visit(stmt.value)
+
+    # -- item assignment ---------------------------------------------------------
+    def check_item_target(self, target: ast.Subscript) -> None:
+        """``buf[i, j] = v``: ``buf`` a local array made in this function, scalar indices."""
+        if not (isinstance(target.value, ast.Name) and target.value.id in self.locals):
+            self.reject(
+                target,
+                "item assignment needs a local array variable (buf[i] = v); assigning to an "
+                "attribute or to an item of a non-local is not supported",
+            )
+        if target.value.id in self.parameters:
+            self.reject(
+                target,
+                f"item assignment to parameter {target.value.id!r} is not supported (in Python "
+                "it would change the caller's array); copy it first: "
+                f"{target.value.id} = np.array({target.value.id})",
+            )
+        parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        for part in parts:
+            is_colon = isinstance(part, ast.Slice) and not (part.lower or part.upper or part.step)
+            if isinstance(part, ast.Slice) and not is_colon:
+                self.reject(part, "an item index may hold integers and ':' only, not a range")
+            if not isinstance(part, ast.Slice):
+                self.visit(part)
+
+    def check_no_alias(self, stmt: ast.Assign) -> None:
+        """Rejects ``a = b`` between arrays that are item-assigned: Python would share them."""
+        names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+        if isinstance(stmt.value, ast.Name):
+            names.append(stmt.value.id)
+        shared = [n for n in names if n in self.item_assigned]
+        if shared and isinstance(stmt.value, ast.Name):
+            self.reject(
+                stmt,
+                f"{shared[0]!r} has items assigned in this function, so binding another name to "
+                "the same array would share it; make a copy: np.array(...)",
+            )
 
     def check_AnnAssign(self, stmt: ast.AnnAssign) -> None:
         if stmt.value is None:
@@ -215,3 +260,16 @@ def check(parsed: ParsedFunction, batched_names: frozenset) -> None:
     _mark_callees(tree)
     fence = _Fence(parsed, batched_names)
     fence.check_body(tree.body)
+
+
+def _item_assigned(tree: ast.FunctionDef) -> frozenset:
+    """Names whose items the function assigns (``name[...] = ...`` or ``name[...] += ...``)."""
+    names = set()
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                names.add(t.value.id)
+    return frozenset(names)

@@ -115,9 +115,13 @@ def _stored_names(node: ast.AST, into: set) -> None:
         _stored_names(child, into)
 
 
+def parameter_names(tree: ast.FunctionDef) -> frozenset:
+    return frozenset(a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs)
+
+
 def local_names(tree: ast.FunctionDef) -> frozenset:
     """Python's rule: parameters and every name assigned anywhere in the body are local."""
-    names = {a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
+    names = set(parameter_names(tree))
     for stmt in tree.body:
         _stored_names(stmt, names)
         if isinstance(stmt, ast.Name) and isinstance(stmt.ctx, ast.Store):

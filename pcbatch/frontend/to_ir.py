@@ -27,6 +27,7 @@ from pcbatch.dsl import FunctionBuilder
 from pcbatch.frontend import runtime
 from pcbatch.frontend.parse import ParsedFunction, local_names
 from pcbatch.ir.nodes import SourceLoc
+from pcbatch.ir.setitem import FULL_SLICE, SetItem
 
 _UNSAFE_NODES = (
     ast.Call,
@@ -103,6 +104,9 @@ class Translator:
         self.value(stmt.value)
 
     def stmt_Assign(self, stmt: ast.Assign) -> None:
+        if isinstance(stmt.targets[0], ast.Subscript):
+            self.item_assign(stmt.targets[0], stmt.value)
+            return
         first = _target_pattern(stmt.targets[0])
         self.value(stmt.value, out=first)
         for target in stmt.targets[1:]:
@@ -112,9 +116,31 @@ class Translator:
         self.value(stmt.value, out=_target_pattern(stmt.target))
 
     def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        if isinstance(stmt.target, ast.Subscript):
+            load = ast.copy_location(
+                ast.Subscript(value=stmt.target.value, slice=stmt.target.slice, ctx=ast.Load()),
+                stmt.target,
+            )
+            combined = ast.BinOp(left=load, op=stmt.op, right=stmt.value)
+            self.item_assign(stmt.target, ast.copy_location(combined, stmt))
+            return
         name = stmt.target.id
         combined = ast.BinOp(left=ast.Name(id=name, ctx=ast.Load()), op=stmt.op, right=stmt.value)
         self.value(ast.copy_location(combined, stmt), out=name)
+
+    def item_assign(self, target: ast.Subscript, value: ast.expr) -> None:
+        """``buf[i, :] = v`` as a `SetItem` primitive, which the machines run in place."""
+        value_var = self.value(value)
+        parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        index, index_vars = [], []
+        for part in parts:
+            if isinstance(part, ast.Slice):
+                index.append(FULL_SLICE)
+            else:
+                index.append(None)
+                index_vars.append(self.value(part))
+        name = target.value.id
+        self.fb.prim(SetItem(tuple(index)), name, value_var, *index_vars, out=name, name="setitem")
 
     def stmt_Return(self, stmt: ast.Return) -> None:
         value = stmt.value

@@ -89,6 +89,10 @@ class PrimOp:
 
     def batched_function(self, backend) -> Callable:
         """The function with the batched contract on ``backend``."""
+        for_backend = getattr(self.function, "for_backend", None)
+        special = for_backend(backend) if for_backend is not None else None
+        if special is not None:
+            return special
         if self.per_example:
             return backend.vectorize(self.function)
         adapt = getattr(backend, "adapt", None)  # e.g. NumPy calls onto jax.numpy

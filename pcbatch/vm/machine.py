@@ -23,6 +23,7 @@ import numpy as np
 from pcbatch import profiling
 from pcbatch.backends.numpy import NumpyBackend, StackFull
 from pcbatch.errors import BatchSizeError, PcbatchError, StackOverflowError, where
+from pcbatch.ir import setitem
 from pcbatch.ir.nodes import (
     BranchOp,
     GotoOp,
@@ -143,6 +144,9 @@ def _bind(run, names, values, lanes, env, op) -> None:
 
 
 def _run_prim(run: _Run, op: PrimOp, function, lanes, env: dict) -> None:
+    if setitem.is_in_place(op, run.program):
+        _set_items_in_place(run, op, lanes, env)
+        return
     inputs = [_read(run, v, lanes, env) for v in op.vars_in]
     if op.is_copy:
         outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
@@ -155,6 +159,25 @@ def _run_prim(run: _Run, op: PrimOp, function, lanes, env: dict) -> None:
             e.add_note(f"in pcbatch primitive {op.label!r}{where(op.loc)}")
             raise
     _bind(run, op.vars_out, outputs, lanes, env, op)
+
+
+def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
+    """``target[index] = value`` written into the storage for the active threads only."""
+    target, value, *indices = op.vars_in
+    storage = run.variables[target]
+    value = np.asarray(_read(run, value, lanes, env))
+    dims = storage.top.shape[1:]
+    wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
+    indices = [np.asarray(_read(run, i, lanes, env)) for i in indices]
+    if run.profile is not None:
+        run.profile.record_primitive(op.label, lanes.count, run.batch_size)
+    key = op.function.key(lanes.rows(), indices, wrap)
+    try:
+        storage.top[key] = setitem.align(value, op.function.rest_rank(storage.top.ndim))
+    except (IndexError, ValueError) as e:
+        e.add_note(f"in pcbatch item assignment{where(op.loc)}")
+        raise
+    env.pop(target, None)
 
 
 def _run_pop(run: _Run, op: PopOp, lanes, env: dict) -> None:

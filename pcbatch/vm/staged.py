@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.ir import setitem
 from pcbatch.ir.nodes import (
     BranchOp,
     GotoOp,
@@ -93,6 +94,9 @@ class _Block:
                     for key, _ in m.layout.leaves[name]:
                         state["vars"][key] = m.pop(state["vars"][key], mask)
                 continue
+            if setitem.is_in_place(op, m.program):
+                self.set_items(state, env, op, mask)
+                continue
             inputs = [self.read(state, env, v) for v in op.vars_in]
             if m.sanitize and not op.is_copy:
                 # Inactive rows hold junk (say, a zero divisor that makes TensorFlow's
@@ -109,6 +113,15 @@ class _Block:
                 state, self.index, mask, len(self.functions) - self.functions.count(None)
             )
         return state
+
+    def set_items(self, state, env, op, mask) -> None:
+        """Item assignment into the target's storage: a scatter of the active threads' items."""
+        target, value, *indices = (self.read(state, env, v) for v in op.vars_in)
+        (key, _), = self.m.layout.leaves[op.vars_out]
+        leaf = state["vars"][key]
+        top = self.m.ops.set_items(op.function, leaf["top"], value, indices, mask)
+        state["vars"][key] = dict(leaf, top=top)
+        env[op.vars_out] = top
 
     def read(self, state, env, name):
         if name in env:

@@ -53,6 +53,19 @@ def item_assignment(v):
     return v
 
 
+def item_alias(v):
+    buf = np.zeros(3)
+    other = buf  # ERROR
+    buf[0] = v
+    return other
+
+
+def item_range(v):
+    buf = np.zeros(3)
+    buf[0:2] = v  # ERROR
+    return buf
+
+
 def while_else(x):
     while x > 0:  # ERROR
         x = x - 1

@@ -1149,6 +1149,74 @@ def _vec(rng, batch_size, size, scale=1.0):
 
 
 # ---------------------------------------------------------------------------
+# Item assignment: per-thread buffers filled by data-dependent loops (in place)
+
+
+# Covers: buf[i] = v in a loop with a per-example trip count, += on an item, a negative index.
+@ctx.batch
+def running_maxima(x, n):
+    out = np.zeros(8)
+    best = -1e30
+    for i in range(n):
+        best = np.maximum(best, np.take(x, i, axis=-1))
+        out[i] = best
+    out[-1] += n
+    return out
+
+
+def _ref_running_maxima(x, n):
+    out, best = [0.0] * 8, -1e300
+    for i in range(int(n)):
+        best = max(best, float(x[i]))
+        out[i] = best
+    out[-1] += int(n)
+    return np.array(out)
+
+
+# Covers: a column slice (grid[:, 0] = 1), two per-example indices, reads of other items.
+@ctx.batch
+def pascal_rows(n):
+    grid = np.zeros((6, 6), dtype=np.int64)
+    grid[:, 0] = 1
+    for i in range(1, n):
+        for j in range(1, i + 1):
+            grid[i, j] = grid[i - 1, j - 1] + grid[i - 1, j]
+    return grid
+
+
+def _ref_pascal(n):
+    grid = np.zeros((6, 6), dtype=np.int64)
+    for i in range(6):
+        grid[i, 0] = 1
+    for i in range(1, int(n)):
+        for j in range(1, i + 1):
+            grid[i, j] = grid[i - 1, j - 1] + grid[i - 1, j]
+    return grid
+
+
+# Covers: item assignment to a local buffer that a recursive call must save (a stack top).
+@ctx.batch
+def digit_frames(n, depth):
+    buf = np.zeros(4, dtype=np.int64)
+    buf[0] = n % 10
+    if depth > 0 and n >= 10:
+        inner = digit_frames(n // 10, depth - 1)
+        buf[1] = inner[0]
+        buf[2] = inner[1] + inner[2]
+    buf[3] = depth
+    return buf
+
+
+def _ref_digit_frames(n, depth):
+    n, depth = int(n), int(depth)
+    buf = [n % 10, 0, 0, depth]
+    if depth > 0 and n >= 10:
+        inner = _ref_digit_frames(n // 10, depth - 1)
+        buf[1], buf[2] = inner[0], inner[1] + inner[2]
+    return np.array(buf, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------
 # The corpus
 
 PY_CORPUS = [
@@ -1362,6 +1430,20 @@ PY_CORPUS = [
         lambda rng, b: [rng.normal(size=b), _floats(rng, 0.0, 3.0, b), rng.normal(loc=1.0, size=b)],
         4,
         _ref_interval,
+    ),
+]
+
+PY_CORPUS += [
+    PyProgram(
+        "running_maxima",
+        running_maxima,
+        lambda rng, b: [_vec(rng, b, 8), _ints(rng, 0, 8, b)],
+        1,
+        _ref_running_maxima,
+    ),
+    PyProgram("pascal_rows", pascal_rows, _int_args((1, 6)), 1, _ref_pascal),
+    PyProgram(
+        "digit_frames", digit_frames, _int_args((0, 10**6), (0, 5)), 7, _ref_digit_frames
     ),
 ]
 

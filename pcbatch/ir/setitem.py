@@ -1,0 +1,83 @@
+"""Item assignment (``buffer[i] = value``) as a primitive the machines can run in place.
+
+As a function, `SetItem` is an ordinary batched primitive: it returns a copy of
+the target with each thread's item replaced, so every pass, the reference
+interpreter and type inference need nothing special. The machines recognize
+it and write into the variable's storage instead, touching only the active
+threads' items: a per-thread buffer of draws or results filled one item per
+loop iteration would otherwise be copied whole on every write.
+
+The index is a tuple of per-thread integer scalars (one input each) and full
+slices ``:``; inputs are ``(target, value, *indices)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from pcbatch.ir.types import VariableAllocation, is_pattern_node
+
+FULL_SLICE = "colon"
+
+
+@dataclasses.dataclass(frozen=True)
+class SetItem:
+    """``target[index] = value`` per thread; ``index`` holds `FULL_SLICE` or None (an input)."""
+
+    index: tuple
+
+    @property
+    def __name__(self) -> str:  # the printer's and profiler's label
+        return "setitem"
+
+    @property
+    def integer_parts(self) -> int:
+        return len(self.index) - self.index.count(FULL_SLICE)
+
+    def key(self, rows, indices: list, wrap) -> tuple:
+        """The fancy index of the items: rows, then each index part (``wrap`` fixes negatives)."""
+        values = iter(indices)
+        key = [rows]
+        for axis, part in enumerate(self.index):
+            key.append(slice(None) if part == FULL_SLICE else wrap(next(values), axis))
+        return tuple(key)
+
+    def rest_rank(self, target_rank: int) -> int:
+        """Rank of one thread's items in a batched target of ``target_rank``."""
+        return target_rank - 1 - self.integer_parts
+
+    def __call__(self, target, value, *indices):
+        """The functional form (NumPy): a copy of ``target`` with the items replaced."""
+        target = np.array(target)
+        dims = target.shape[1:]
+        wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
+        key = self.key(np.arange(target.shape[0]), [np.asarray(i) for i in indices], wrap)
+        target[key] = align(np.asarray(value), self.rest_rank(target.ndim))
+        return target
+
+    def for_backend(self, backend):
+        """The functional form on a backend with ``set_items`` (the compiled ones)."""
+        if not hasattr(backend, "set_items"):
+            return None
+        return lambda target, value, *indices: backend.set_items(
+            self, target, value, list(indices), None
+        )
+
+
+def align(value, item_rank: int):
+    """A per-thread ``value`` (leading batch) with unit axes so it broadcasts to the items."""
+    missing = item_rank - (value.ndim - 1)
+    if missing <= 0:
+        return value
+    return value.reshape(value.shape[:1] + (1,) * missing + value.shape[1:])
+
+
+def is_in_place(op, program) -> bool:
+    """True when ``op`` is an item assignment the machine may run on the variable's storage."""
+    if not isinstance(op.function, SetItem) or op.vars_out != op.vars_in[0]:
+        return False
+    alloc = program.alloc_of(op.vars_out)
+    tensors = program.var_types[op.vars_out].tensors
+    return not is_pattern_node(tensors) and alloc in (VariableAllocation.REGISTER, VariableAllocation.FULL)
