@@ -5,7 +5,7 @@ Inside the context every VM run adds to the yielded `Profile`:
 user primitives; compiler-inserted copies are not counted),
 ``lane_utilization`` (mean over primitive executions of the fraction of lanes
 whose thread is at that block) and ``occupancy`` (mean over VM steps of the
-fraction of lanes whose thread has not halted), plus per-primitive counts.
+fraction of lanes whose thread has not halted), plus per-primitive counts and the threads each primitive ran for.
 With no profile active the VM checks one module global per run and records
 nothing.
 """
@@ -28,6 +28,8 @@ class Profile:
     live_lane_sum: float = 0.0
     primitive_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     block_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    #: per primitive: threads that ran it, summed over its executions
+    primitive_lanes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     @property
     def lane_utilization(self) -> float:
@@ -51,6 +53,7 @@ class Profile:
     def record_primitive(self, name: str, active: int, batch_size: int) -> None:
         self.primitive_executions += 1
         self.primitive_counts[name] += 1
+        self.primitive_lanes[name] += active
         self.active_lane_sum += active / batch_size
 
     def as_dict(self) -> dict:
@@ -61,6 +64,7 @@ class Profile:
             "lane_utilization": self.lane_utilization,
             "occupancy": self.occupancy,
             "primitive_counts": dict(self.primitive_counts),
+            "primitive_lanes": dict(self.primitive_lanes),
         }
 
     def __str__(self) -> str:

@@ -235,6 +235,7 @@ class StagedMachine:
         state = dict(state)
         active = ops.count(mask)
         state["block_counts"] = ops.add_at(state["block_counts"], index, 1)
+        state["block_lanes"] = ops.add_at(state["block_lanes"], index, active)
         state["active_sum"] = state["active_sum"] + ops.float(active) * n_prims
         state["prim_count"] = state["prim_count"] + n_prims
         return state
@@ -274,6 +275,7 @@ class StagedMachine:
         }
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
+            state["block_lanes"] = ops.zeros((self.halt,), ops.index_dtype)
             state["active_sum"] = ops.scalar_float(0.0)
             state["live_sum"] = ops.scalar_float(0.0)
             state["prim_count"] = ops.scalar_int(0)
@@ -402,15 +404,17 @@ def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> 
 
 def _record(prof, program, staged, info, batch, backend) -> None:
     counts = backend.to_host(info["block_counts"])
+    lanes = backend.to_host(info["block_lanes"])
     steps = int(backend.to_host(info["steps"]))
     prof.runs += 1
     prof.block_executions += steps
-    for block, n in zip(program.graph.blocks, counts):
+    for block, n, active in zip(program.graph.blocks, counts, lanes):
         if n:
             prof.block_counts[block.label] += int(n)
             for op in block.instructions:
                 if isinstance(op, PrimOp) and not op.is_copy:
                     prof.primitive_counts[op.label] += int(n)
+                    prof.primitive_lanes[op.label] += int(active)
     prims = int(backend.to_host(info["prim_count"]))
     prof.primitive_executions += prims
     if batch:
