@@ -40,9 +40,7 @@ from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, map_pattern, rebuild
-from pcbatch.passes import (
-    pipeline,
-)
+from pcbatch.passes import order_blocks, pipeline
 from pcbatch.vm import machine, runner
 
 CALL_OPTIONS = (
@@ -52,6 +50,7 @@ CALL_OPTIONS = (
     "backend",
     "block_code_cache",
     "max_steps",
+    "schedule",
 )
 
 _dry_run = threading.local()
@@ -74,6 +73,8 @@ class BatchedFunction:
       block_code_cache: a dict for compiled block code to live across calls
         (used by compiled backends; accepted and ignored on NumPy).
       max_steps: stop with `StepLimitError` after this many VM steps.
+      schedule: the block-ordering policy, "lowest_pc" (default) or "returns_first"
+        (see `pcbatch.passes.order_blocks`); results are the same under every policy.
     """
 
     def __init__(self, context: Context, function: Callable, type_inference: Callable | None):
@@ -275,6 +276,7 @@ class Context:
             max_steps=options.get("max_steps"),
             cache=self._cache,
             block_code_cache=options.get("block_code_cache"),
+            schedule=order_blocks.check_policy(options.get("schedule", order_blocks.DEFAULT)),
         )
 
 

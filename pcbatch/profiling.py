@@ -56,6 +56,15 @@ class Profile:
         self.primitive_lanes[name] += active
         self.active_lane_sum += active / batch_size
 
+    def absorb(self, other: Profile) -> None:
+        """Adds ``other``'s counts to these."""
+        for field in dataclasses.fields(self):
+            mine, theirs = getattr(self, field.name), getattr(other, field.name)
+            if isinstance(mine, collections.Counter):
+                mine.update(theirs)
+            else:
+                setattr(self, field.name, mine + theirs)
+
     def as_dict(self) -> dict:
         return {
             "runs": self.runs,
@@ -92,3 +101,5 @@ def profile():
         yield prof
     finally:
         _active.remove(prof)
+        if _active:  # an enclosing profile sees the inner one's work too
+            _active[-1].absorb(prof)

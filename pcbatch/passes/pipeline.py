@@ -16,6 +16,7 @@ from pcbatch.passes import (
     allocate,
     infer_types,
     lower_calls,
+    order_blocks,
     prune,
     schedule,
     stack_opt,
@@ -27,6 +28,7 @@ from pcbatch.passes import (
 class PassContext:
     backend: Any
     sig: Sequence
+    schedule: str = order_blocks.DEFAULT
 
 
 def _infer_types(program, ctx: PassContext):
@@ -41,6 +43,7 @@ PASSES = (
     ("allocate", allocate.run),
     ("lower_calls", lower_calls.run),
     ("stack_opt", stack_opt.run),
+    ("order_blocks", order_blocks.run),
 )
 
 # Set by tests (conftest) so every compilation in the suite is verified.
@@ -50,7 +53,9 @@ VERIFY_BY_DEFAULT = False
 UNTYPED_PASSES = tuple(p for p in PASSES if p[0] != "infer_types")
 
 
-def compile_program(program, sig, backend, *, verify: bool | None = None, stop_after=None):
+def compile_program(
+    program, sig, backend, *, verify: bool | None = None, stop_after=None, schedule=None
+):
     """Runs the pipeline; ``stop_after`` names a pass to stop after (for golden tests).
 
     With ``sig`` or ``backend`` None, type inference is skipped: the result shows
@@ -62,7 +67,7 @@ def compile_program(program, sig, backend, *, verify: bool | None = None, stop_a
     if check:
         check(program)
     typed = sig is not None and backend is not None
-    ctx = PassContext(backend, tuple(sig) if typed else ())
+    ctx = PassContext(backend, tuple(sig) if typed else (), schedule or order_blocks.DEFAULT)
     for name, run in PASSES if typed else UNTYPED_PASSES:
         program = run(program, ctx)
         if check:

@@ -53,15 +53,15 @@ class CompileCache:
         self._entries: dict = {}
         self._lock = threading.Lock()
 
-    def get(self, program: Program, sig, backend, *, lowered: bool) -> Program:
+    def get(self, program: Program, sig, backend, *, lowered: bool, schedule=None) -> Program:
         sig = normalize_signature(sig)
-        key = (id(program), sig, type(backend).__name__, lowered)
+        key = (id(program), sig, type(backend).__name__, lowered, schedule)
         with self._lock:
             hit = self._entries.get(key)
         if hit is not None and hit[0] is program:
             return hit[1]
         if lowered:
-            compiled = pipeline.compile_program(program, sig, backend)
+            compiled = pipeline.compile_program(program, sig, backend, schedule=schedule)
         else:
             compiled = pipeline.compile_program(program, sig, backend, stop_after="infer_types")
         with self._lock:
@@ -82,14 +82,19 @@ def run(
     max_steps: int | None = None,
     cache: CompileCache | None = None,
     block_code_cache: dict | None = None,
+    schedule: str | None = None,
 ):
-    """Runs ``program``'s main over the batch ``args``; returns main's results, batched."""
+    """Runs ``program``'s main over the batch ``args``; returns main's results, batched.
+
+    ``schedule`` names the block-ordering policy (`passes.order_blocks`); the
+    stackless interpreter has its own order and ignores it.
+    """
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
     args = [map_pattern(_as_array, a) for a in args]
     sig = signature_of(args, backend)
     if not stackless:
-        lowered = cache.get(program, sig, backend, lowered=True)
+        lowered = cache.get(program, sig, backend, lowered=True, schedule=schedule)
         return machine.execute(
             lowered,
             args,

@@ -1,0 +1,66 @@
+"""The log density and its gradient for ONE state, on each backend.
+
+On NumPy the caller supplies ``value_and_grad`` (written with NumPy calls, like any
+pcbatch primitive). On JAX it is ``jax.value_and_grad`` of the target, on
+TensorFlow a gradient tape; there the target receives the backend's own arrays
+(write it with ``jax.numpy`` or TensorFlow operations).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from pcbatch.backends import numpy_dispatch
+
+
+def array_library(value) -> str:
+    """"jax", "tensorflow" or "numpy": the library ``value``'s array type belongs to."""
+    module = type(value).__module__
+    if module.startswith(("jax", "jaxlib")):
+        return "jax"
+    if module.startswith("tensorflow"):
+        return "tensorflow"
+    return "numpy"
+
+
+def value_and_grad_for(target: Callable | None, value_and_grad: Callable | None, state) -> Callable:
+    """The per-state ``(log density, gradient)`` function for ``state``'s backend."""
+    if value_and_grad is not None:
+        return value_and_grad
+    library = array_library(state)
+    if library == "numpy":
+        raise TypeError(
+            "nuts.sample on NumPy needs value_and_grad=: a function of ONE state returning "
+            "(log density, gradient), written with NumPy; or pass JAX or TensorFlow arrays "
+            "as initial_state to have the gradient computed automatically"
+        )
+    if target is None:
+        raise TypeError("nuts.sample needs target_log_prob_fn (or value_and_grad=)")
+    return _jax_value_and_grad(target) if library == "jax" else _tf_value_and_grad(target)
+
+
+@functools.lru_cache(maxsize=32)
+def _jax_value_and_grad(target: Callable) -> Callable:
+    import jax
+
+    gradient = jax.value_and_grad(target)
+
+    def value_and_grad(state):
+        return gradient(numpy_dispatch.unwrap(state))
+
+    return value_and_grad
+
+
+@functools.lru_cache(maxsize=32)
+def _tf_value_and_grad(target: Callable) -> Callable:
+    import tensorflow as tf
+
+    def value_and_grad(state):
+        state = numpy_dispatch.unwrap(state)
+        with tf.GradientTape() as tape:
+            tape.watch(state)
+            value = target(state)
+        return value, tape.gradient(value, state)
+
+    return value_and_grad

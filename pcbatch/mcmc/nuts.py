@@ -1,0 +1,197 @@
+"""The No-U-Turn Sampler over many chains at once: `sample` and `NoUTurnSampler`.
+
+The sampler is `pcbatch.mcmc.program`: NUTS written for one chain, recursively,
+batched by pcbatch. This module prepares its inputs (the gradient for the
+backend, seeds, step sizes), runs it, and packages the draws with the work it
+took (gradient evaluations, utilization).
+
+Example::
+
+    import numpy as np
+    from pcbatch.mcmc import nuts
+
+    def value_and_grad(x):          # one chain's state -> (log density, gradient)
+        return -0.5 * np.sum(x * x), -x
+
+    result = nuts.sample(None, np.zeros((100, 3)), num_samples=500, num_warmup=300,
+                         seed=1, value_and_grad=value_and_grad)
+    result.samples.shape            # (500, 100, 3)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pcbatch import profiling
+from pcbatch.mcmc import diagnostics, gradients, program
+
+#: the deepest tree allowed: 2**15 leapfrog steps per draw
+MAX_SUPPORTED_TREE_DEPTH = 15
+
+
+@dataclasses.dataclass
+class NutsResult:
+    """Draws ``[num_samples, num_chains, *event_shape]`` and per-draw, per-chain statistics."""
+
+    samples: Any
+    num_leapfrogs: np.ndarray
+    tree_depth: np.ndarray
+    diverging: np.ndarray
+    accept_prob: np.ndarray
+    step_size: np.ndarray
+    inverse_mass: np.ndarray
+    gradient_evaluations: int
+    leapfrog_steps: int
+    wall_time: float
+
+    @property
+    def num_chains(self) -> int:
+        return self.num_leapfrogs.shape[1]
+
+    @property
+    def utilization(self) -> float:
+        """Leapfrog steps taken (all chains, warmup included) per batched gradient lane."""
+        lanes = self.gradient_evaluations * self.num_chains
+        return self.leapfrog_steps / lanes if lanes else 1.0
+
+    @property
+    def lockstep_utilization(self) -> float:
+        """The bound of a lockstep sampler: per draw, mean over max trajectory length."""
+        n = self.num_leapfrogs.astype(np.float64)
+        return float(np.mean(n.mean(axis=1) / np.maximum(n.max(axis=1), 1)))
+
+    def ess(self) -> np.ndarray:
+        return diagnostics.effective_sample_size(np.asarray(self.samples))
+
+    def rhat(self) -> np.ndarray:
+        return diagnostics.potential_scale_reduction(np.asarray(self.samples))
+
+    def to_arviz(self):
+        """The draws and statistics as ArviZ ``InferenceData`` (needs ``pip install arviz``)."""
+        try:
+            import arviz
+        except ImportError:
+            raise ImportError("to_arviz() needs ArviZ: pip install 'pcbatch[arviz]'") from None
+        chains_first = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+        stats = {
+            "n_steps": self.num_leapfrogs,
+            "tree_depth": self.tree_depth,
+            "diverging": self.diverging,
+            "acceptance_rate": self.accept_prob,
+            "step_size": self.step_size,
+        }
+        return arviz.from_dict(
+            posterior={"x": chains_first(self.samples)},
+            sample_stats={k: chains_first(v) for k, v in stats.items()},
+        )
+
+
+def sample(
+    target_log_prob_fn: Callable | None,
+    initial_state,
+    *,
+    num_samples: int,
+    num_warmup: int = 0,
+    step_size: float = 0.1,
+    max_tree_depth: int = 10,
+    seed: int,
+    backend=None,
+    value_and_grad: Callable | None = None,
+    target_accept_prob: float = 0.8,
+    first_chain: int = 0,
+) -> NutsResult:
+    """Runs NUTS for every chain of ``initial_state`` (shape ``[num_chains, *event_shape]``).
+
+    Args:
+      target_log_prob_fn: ONE state (``event_shape``) -> its log density. On JAX its
+        gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
+      initial_state: the chains' starting points; its array type picks the backend
+        (NumPy, JAX or TensorFlow) unless ``backend`` is given.
+      num_samples, num_warmup: draws kept, and warmup draws before them (step size by
+        dual averaging, diagonal mass matrix in Stan's windows).
+      step_size: the initial step size (scalar or one per chain); with warmup it is
+        only a starting point for Stan's step-size search.
+      max_tree_depth: at most ``2**max_tree_depth - 1`` leapfrog steps per draw.
+      seed: an integer; a chain's draws depend only on (seed, its chain index, draw).
+      value_and_grad: ONE state -> (log density, gradient). Required on NumPy.
+      target_accept_prob: the mean acceptance statistic warmup aims for.
+      first_chain: the chain index of the first chain (to split chains over calls).
+    """
+    _check_arguments(num_samples, num_warmup, max_tree_depth)
+    value_and_grad = gradients.value_and_grad_for(target_log_prob_fn, value_and_grad, initial_state)
+    q = initial_state
+    num_chains = int(q.shape[0])
+    event_shape = tuple(int(d) for d in q.shape[1:])
+    dtype = np.dtype(getattr(q.dtype, "as_numpy_dtype", q.dtype))
+    run_chain = _compiled(
+        value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape,
+        float(target_accept_prob),
+    )
+    steps = np.broadcast_to(np.asarray(step_size, dtype), (num_chains,))
+    chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
+    seeds = np.full(num_chains, np.uint32(seed % 2**32))
+    # Returns first: chains unwinding their trees all meet before the next descent.
+    options = {"max_stack_depth": max_tree_depth + 2, "schedule": "returns_first"}
+    if backend is not None:
+        options["backend"] = backend
+    start = time.perf_counter()
+    with profiling.profile() as prof:
+        outputs = run_chain(q, steps, seeds, chains, **options)
+    wall = time.perf_counter() - start
+    samples, leapfrogs, depths, divergent, accept, step_sizes, inv_mass = outputs
+    host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+    return NutsResult(
+        samples=_swap_chains(samples),
+        num_leapfrogs=host(leapfrogs),
+        tree_depth=host(depths),
+        diverging=host(divergent),
+        accept_prob=host(accept),
+        step_size=host(step_sizes),
+        inverse_mass=np.asarray(inv_mass),
+        gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
+        leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
+        wall_time=wall,
+    )
+
+
+def _swap_chains(samples):
+    """``[chains, draws, ...]`` -> ``[draws, chains, ...]``, keeping the backend's array type."""
+    perm = (1, 0) + tuple(range(2, len(samples.shape)))
+    if gradients.array_library(samples) == "tensorflow":
+        import tensorflow as tf
+
+        return tf.transpose(samples, perm)
+    return samples.transpose(perm)
+
+
+def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
+    if int(num_samples) < 1:
+        raise ValueError(f"num_samples must be at least 1, got {num_samples}")
+    if int(num_warmup) < 0:
+        raise ValueError(f"num_warmup must be at least 0, got {num_warmup}")
+    if not 1 <= int(max_tree_depth) <= MAX_SUPPORTED_TREE_DEPTH:
+        raise ValueError(
+            f"max_tree_depth must be in [1, {MAX_SUPPORTED_TREE_DEPTH}], got {max_tree_depth}"
+        )
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape, target):
+    """One `Context` per sampler configuration, so its compiled programs are reused."""
+    from pcbatch.api import Context
+
+    return program.build(
+        Context(),
+        value_and_grad,
+        num_samples=int(num_samples),
+        num_warmup=int(num_warmup),
+        max_tree_depth=int(max_tree_depth),
+        event_shape=event_shape,
+        target_accept=target,
+    )

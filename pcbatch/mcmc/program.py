@@ -1,0 +1,150 @@
+"""The No-U-Turn Sampler written for ONE chain, in the Python pcbatch batches.
+
+`build` returns the batched entry point ``run_chain(q, step_size, seed, chain)``: warmup and sampling for one chain, every draw in one loop, so a chain whose
+trajectory ends early starts its next draw while other chains are still building
+trees (cross-trajectory batching). The tree is built recursively, as in Hoffman &
+Gelman's paper: ``build_tree`` of depth ``d`` is two subtrees of depth ``d - 1``.
+
+The leapfrog step is its own function, discovered last, so its block (the gradient)
+gets the highest program counter: the VM, which runs the lowest block holding a
+thread, lets every chain finish its cheap bookkeeping before it evaluates the
+gradient once for all chains that reached it.
+
+Constants (buffer sizes, the schedule, the gradient function) are closure variables
+of `build`, so pcbatch treats them as constants.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pcbatch.mcmc import random as rnd
+from pcbatch.mcmc import trees, warmup
+
+#: the label of the gradient primitive, for counting gradient evaluations
+GRADIENT_LABEL = "value_and_grad(q_new)"
+
+
+def build(ctx, value_and_grad, *, num_samples, num_warmup, max_tree_depth, event_shape,
+          target_accept):
+    """Defines the sampler's batched functions in ``ctx``; returns the entry point."""
+    size = int(np.prod(event_shape, dtype=np.int64))
+    plan = warmup.schedule(num_warmup)
+    window_ends = np.array(plan.window_ends or (-1,))
+    slow_start, slow_end = plan.slow_start, plan.slow_end
+    total = num_warmup + num_samples
+    log_target = float(np.log(0.8))
+
+    def momentum(inv_mass, seed, chain, draw, tag):
+        z = rnd.normal(seed, chain, draw, tag, size, inv_mass.dtype)
+        return np.reshape(z, event_shape) / np.sqrt(inv_mass)
+
+    @ctx.batch
+    def run_chain(q, step_size, seed, chain):
+        logp, grad = value_and_grad(q)
+        inv_mass = np.ones_like(q)
+        step = step_size
+        if num_warmup > 0:
+            step = find_step_size(q, logp, grad, step, inv_mass, seed, chain, total)
+        averaging = warmup.dual_averaging_start(step)
+        moments = warmup.moments_start(q)
+        samples = np.zeros((num_samples,) + event_shape, q.dtype)
+        leapfrogs = np.zeros(num_samples, np.int32)
+        depths = np.zeros(num_samples, np.int32)
+        divergent = np.zeros(num_samples, bool)
+        accept = np.zeros(num_samples, q.dtype)
+        steps = np.zeros(num_samples, q.dtype)
+        for i in range(total):
+            q, logp, grad, n, depth, diverging, accept_prob = nuts_draw(
+                q, logp, grad, step, inv_mass, seed, chain, i
+            )
+            if i < num_warmup:
+                averaging = warmup.dual_averaging_update(averaging, accept_prob, target_accept)
+                step = np.exp(averaging.log_step)
+                if slow_start <= i < slow_end:
+                    moments = warmup.moments_update(moments, q)
+                if np.any(i == window_ends):
+                    inv_mass = warmup.regularized_variance(moments)
+                    moments = warmup.moments_start(q)
+                    step = find_step_size(q, logp, grad, step, inv_mass, seed, chain, i)
+                    averaging = warmup.dual_averaging_start(step)
+                if i == num_warmup - 1:
+                    step = np.exp(averaging.log_step_avg)
+            else:
+                j = i - num_warmup
+                samples[j] = q
+                leapfrogs[j] = n
+                depths[j] = depth
+                divergent[j] = diverging
+                accept[j] = accept_prob
+                steps[j] = step
+        return samples, leapfrogs, depths, divergent, accept, steps, inv_mass
+
+    @ctx.batch
+    def nuts_draw(q, logp, grad, step, inv_mass, seed, chain, draw):
+        p = momentum(inv_mass, seed, chain, draw, rnd.MOMENTUM)
+        energy0 = trees.kinetic_energy(p, inv_mass) - logp
+        tree = trees.root(q, p, logp, grad)
+        depth = 0
+        while depth < max_tree_depth:
+            coin = rnd.uniform(seed, chain, draw, rnd.DIRECTION, depth, q.dtype)
+            direction = np.where(coin < 0.5, -1, 1)
+            q0, p0, grad0 = trees.start_of(tree, direction)
+            subtree = build_tree(
+                q0, p0, grad0, direction, depth, step, inv_mass, energy0, seed, chain, draw,
+                tree.num_leapfrogs,
+            )
+            u = rnd.uniform(seed, chain, draw, rnd.ACCEPT, depth, q.dtype)
+            tree = trees.extend_trajectory(tree, subtree, direction, u, inv_mass)
+            depth = depth + 1
+            if tree.turning or tree.diverging:
+                break
+        mean_accept = tree.sum_accept / np.maximum(tree.num_leapfrogs, 1)
+        return (tree.q_proposal, tree.logp_proposal, tree.grad_proposal, tree.num_leapfrogs,
+                depth, tree.diverging, mean_accept)
+
+    @ctx.batch
+    def build_tree(q, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw,
+                   first_leaf):
+        if depth == 0:
+            q_new, p_new, logp_new, grad_new = leapfrog(q, p, grad, direction * step, inv_mass)
+            return trees.leaf(q_new, p_new, logp_new, grad_new, energy0, inv_mass)
+        first = build_tree(
+            q, p, grad, direction, depth - 1, step, inv_mass, energy0, seed, chain, draw,
+            first_leaf,
+        )
+        if first.turning or first.diverging:
+            return first
+        q0, p0, grad0 = trees.start_of(first, direction)
+        second = build_tree(
+            q0, p0, grad0, direction, depth - 1, step, inv_mass, energy0, seed, chain, draw,
+            first_leaf + first.num_leapfrogs,
+        )
+        u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf * 32 + depth, q.dtype)
+        return trees.merge_subtrees(first, second, direction, u, inv_mass)
+
+    @ctx.batch
+    def find_step_size(q, logp, grad, step, inv_mass, seed, chain, draw):
+        # Stan's heuristic: double (or halve) the step until one leapfrog step's
+        # acceptance probability crosses 0.8.
+        p = momentum(inv_mass, seed, chain, draw, rnd.STEP_SEARCH)
+        energy0 = trees.kinetic_energy(p, inv_mass) - logp
+        q1, p1, logp1, grad1 = leapfrog(q, p, grad, step, inv_mass)
+        log_accept = energy0 - (trees.kinetic_energy(p1, inv_mass) - logp1)
+        grow = log_accept > log_target
+        for _ in range(60):
+            step = np.where(grow, 2.0 * step, 0.5 * step)
+            q1, p1, logp1, grad1 = leapfrog(q, p, grad, step, inv_mass)
+            log_accept = energy0 - (trees.kinetic_energy(p1, inv_mass) - logp1)
+            if grow != (log_accept > log_target):
+                break
+        return step
+
+    @ctx.batch
+    def leapfrog(q, p, grad, step, inv_mass):
+        p_half = p + 0.5 * step * grad
+        q_new = q + step * inv_mass * p_half
+        logp_new, grad_new = value_and_grad(q_new)
+        return q_new, p_half + 0.5 * step * grad_new, logp_new, grad_new
+
+    return run_chain

@@ -1,0 +1,91 @@
+"""Warmup: Stan's adaptation windows (host side) and per-chain adaptation state.
+
+Step size: dual averaging (Hoffman & Gelman 2014, section 3.2.1) toward a target
+acceptance statistic, restarted at every mass-matrix update. Mass matrix:
+diagonal, the regularized variance of the draws in each slow window (Welford's
+running moments). Windows follow Stan's defaults: a fast initial buffer (75
+draws), slow windows doubling from 25, a fast terminal buffer (50), shrunk
+proportionally (15% / 75% / 10%) when warmup is too short for them.
+
+The per-chain helpers are written for one chain, with no Python control flow
+on values, so pcbatch runs them as batched primitives.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import numpy as np
+
+# Dual averaging constants (Stan's and NumPyro's defaults).
+_GAMMA, _T0, _KAPPA = 0.05, 10.0, 0.75
+
+DualAveraging = collections.namedtuple(
+    "DualAveraging", ["log_step", "log_step_avg", "error_avg", "anchor", "count"]
+)
+Moments = collections.namedtuple("Moments", ["mean", "m2", "count"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """Which warmup draws feed the mass matrix (``slow_start <= i < slow_end``) and after
+    which draws it is updated (``window_ends``; empty when warmup is too short)."""
+
+    slow_start: int
+    slow_end: int
+    window_ends: tuple
+
+
+def schedule(num_warmup: int, init_buffer=75, term_buffer=50, base_window=25) -> Schedule:
+    """Stan's windowed adaptation schedule for ``num_warmup`` draws."""
+    if num_warmup < 20:
+        return Schedule(0, 0, ())
+    if init_buffer + base_window + term_buffer > num_warmup:
+        init_buffer = int(0.15 * num_warmup)
+        term_buffer = int(0.1 * num_warmup)
+        base_window = num_warmup - init_buffer - term_buffer
+    slow_end = num_warmup - term_buffer
+    ends, start, size = [], init_buffer, base_window
+    while start < slow_end:
+        end = start + size
+        if end + 2 * size > slow_end:  # the next window would not fit: stretch this one
+            end = slow_end
+        ends.append(end - 1)
+        start, size = end, 2 * size
+    return Schedule(init_buffer, slow_end, tuple(ends))
+
+
+def dual_averaging_start(step_size):
+    zero = step_size * 0.0
+    return DualAveraging(np.log(step_size), zero, zero, np.log(10.0 * step_size), zero)
+
+
+def dual_averaging_update(state, accept_prob, target):
+    """One dual-averaging update from a draw's mean acceptance statistic."""
+    count = state.count + 1.0
+    weight = 1.0 / (count + _T0)
+    error_avg = (1.0 - weight) * state.error_avg + weight * (target - accept_prob)
+    log_step = state.anchor - np.sqrt(count) / _GAMMA * error_avg
+    decay = count**-_KAPPA
+    log_step_avg = decay * log_step + (1.0 - decay) * state.log_step_avg
+    return DualAveraging(log_step, log_step_avg, error_avg, state.anchor, count)
+
+
+def moments_start(position):
+    zero = position * 0.0
+    return Moments(zero, zero, np.sum(zero))
+
+
+def moments_update(state, position):
+    count = state.count + 1.0
+    delta = position - state.mean
+    mean = state.mean + delta / count
+    return Moments(mean, state.m2 + delta * (position - mean), count)
+
+
+def regularized_variance(state):
+    """Stan's shrunk variance estimate: the new inverse mass matrix diagonal."""
+    n = state.count
+    variance = state.m2 / np.maximum(n - 1.0, 1.0)
+    return (n / (n + 5.0)) * variance + 1e-3 * (5.0 / (n + 5.0))
