@@ -5,7 +5,8 @@ Inside the context every VM run adds to the yielded `Profile`:
 user primitives; compiler-inserted copies are not counted),
 ``lane_utilization`` (mean over primitive executions of the fraction of lanes
 whose thread is at that block) and ``occupancy`` (mean over VM steps of the
-fraction of lanes whose thread has not halted), plus per-primitive counts and the threads each primitive ran for.
+fraction of lanes whose thread has not halted), plus per-primitive counts and
+the threads each primitive ran for.
 With no profile active the VM checks one module global per run and records
 nothing.
 """

@@ -24,7 +24,11 @@ from tests import backends  # noqa: E402
 from tests.programs.python_corpus import PY_CORPUS, PY_CORPUS_BY_NAME  # noqa: E402
 
 BATCH_SIZES = (1, 2, 37)
-MODES = {"stack": {}, "stackless": {"stackless": True}, "returns_first": {"schedule": "returns_first"}}
+MODES = {
+    "stack": {},
+    "stackless": {"stackless": True},
+    "returns_first": {"schedule": "returns_first"},
+}
 MODES.update({name: {"backend": backends.backend(name)} for name in backends.BACKEND_NAMES[1:]})
 # Plain helpers that branch in Python on values run one example at a time on NumPy;
 # vmap cannot do that, so on compiled backends these programs are rejected (tested in

@@ -172,7 +172,9 @@ class TensorFlowBackend:
         wrap = lambda i, a: tf.where(i < 0, i + dims[a], i)
         rows = tf.range(tf.shape(target)[0], dtype=tf.int64)
         indices = [tf.cast(tf.convert_to_tensor(i), tf.int64) for i in indices]
-        coords = tf.stack([k for k in setitem.key(rows, indices, wrap) if not isinstance(k, slice)], 1)
+        coords = tf.stack(
+            [k for k in setitem.key(rows, indices, wrap) if not isinstance(k, slice)], 1
+        )
         current = tf.gather_nd(moved, coords)
         value = tf.cast(tf.convert_to_tensor(value), target.dtype)
         missing = setitem.rest_rank(rank) - (value.shape.rank - 1)

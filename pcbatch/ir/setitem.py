@@ -80,4 +80,7 @@ def is_in_place(op, program) -> bool:
         return False
     alloc = program.alloc_of(op.vars_out)
     tensors = program.var_types[op.vars_out].tensors
-    return not is_pattern_node(tensors) and alloc in (VariableAllocation.REGISTER, VariableAllocation.FULL)
+    return not is_pattern_node(tensors) and alloc in (
+        VariableAllocation.REGISTER,
+        VariableAllocation.FULL,
+    )

@@ -15,7 +15,7 @@ from pcbatch.backends import numpy_dispatch
 
 
 def array_library(value) -> str:
-    """"jax", "tensorflow" or "numpy": the library ``value``'s array type belongs to."""
+    """ "jax", "tensorflow" or "numpy": the library ``value``'s array type belongs to."""
     module = type(value).__module__
     if module.startswith(("jax", "jaxlib")):
         return "jax"

@@ -130,7 +130,11 @@ def sample(
     event_shape = tuple(int(d) for d in q.shape[1:])
     dtype = np.dtype(getattr(q.dtype, "as_numpy_dtype", q.dtype))
     run_chain = _compiled(
-        value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape,
+        value_and_grad,
+        num_samples,
+        num_warmup,
+        max_tree_depth,
+        event_shape,
         float(target_accept_prob),
     )
     steps = np.broadcast_to(np.asarray(step_size, dtype), (num_chains,))

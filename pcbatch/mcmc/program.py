@@ -1,6 +1,7 @@
 """The No-U-Turn Sampler written for ONE chain, in the Python pcbatch batches.
 
-`build` returns the batched entry point ``run_chain(q, step_size, seed, chain)``: warmup and sampling for one chain, every draw in one loop, so a chain whose
+`build` returns the batched entry point ``run_chain(q, step_size, seed, chain)``:
+warmup and sampling for one chain, every draw in one loop, so a chain whose
 trajectory ends early starts its next draw while other chains are still building
 trees (cross-trajectory batching). The tree is built recursively, as in Hoffman &
 Gelman's paper: ``build_tree`` of depth ``d`` is two subtrees of depth ``d - 1``.
@@ -25,8 +26,9 @@ from pcbatch.mcmc import trees, warmup
 GRADIENT_LABEL = "value_and_grad(q_new)"
 
 
-def build(ctx, value_and_grad, *, num_samples, num_warmup, max_tree_depth, event_shape,
-          target_accept):
+def build(
+    ctx, value_and_grad, *, num_samples, num_warmup, max_tree_depth, event_shape, target_accept
+):
     """Defines the sampler's batched functions in ``ctx``; returns the entry point."""
     size = int(np.prod(event_shape, dtype=np.int64))
     plan = warmup.schedule(num_warmup)
@@ -91,7 +93,17 @@ def build(ctx, value_and_grad, *, num_samples, num_warmup, max_tree_depth, event
             direction = np.where(coin < 0.5, -1, 1)
             q0, p0, grad0 = trees.start_of(tree, direction)
             subtree = build_tree(
-                q0, p0, grad0, direction, depth, step, inv_mass, energy0, seed, chain, draw,
+                q0,
+                p0,
+                grad0,
+                direction,
+                depth,
+                step,
+                inv_mass,
+                energy0,
+                seed,
+                chain,
+                draw,
                 tree.num_leapfrogs,
             )
             u = rnd.uniform(seed, chain, draw, rnd.ACCEPT, depth, q.dtype)
@@ -100,24 +112,52 @@ def build(ctx, value_and_grad, *, num_samples, num_warmup, max_tree_depth, event
             if tree.turning or tree.diverging:
                 break
         mean_accept = tree.sum_accept / np.maximum(tree.num_leapfrogs, 1)
-        return (tree.q_proposal, tree.logp_proposal, tree.grad_proposal, tree.num_leapfrogs,
-                depth, tree.diverging, mean_accept)
+        return (
+            tree.q_proposal,
+            tree.logp_proposal,
+            tree.grad_proposal,
+            tree.num_leapfrogs,
+            depth,
+            tree.diverging,
+            mean_accept,
+        )
 
     @ctx.batch
-    def build_tree(q, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw,
-                   first_leaf):
+    def build_tree(
+        q, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw, first_leaf
+    ):
         if depth == 0:
             q_new, p_new, logp_new, grad_new = leapfrog(q, p, grad, direction * step, inv_mass)
             return trees.leaf(q_new, p_new, logp_new, grad_new, energy0, inv_mass)
         first = build_tree(
-            q, p, grad, direction, depth - 1, step, inv_mass, energy0, seed, chain, draw,
+            q,
+            p,
+            grad,
+            direction,
+            depth - 1,
+            step,
+            inv_mass,
+            energy0,
+            seed,
+            chain,
+            draw,
             first_leaf,
         )
         if first.turning or first.diverging:
             return first
         q0, p0, grad0 = trees.start_of(first, direction)
         second = build_tree(
-            q0, p0, grad0, direction, depth - 1, step, inv_mass, energy0, seed, chain, draw,
+            q0,
+            p0,
+            grad0,
+            direction,
+            depth - 1,
+            step,
+            inv_mass,
+            energy0,
+            seed,
+            chain,
+            draw,
             first_leaf + first.num_leapfrogs,
         )
         u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf * 32 + depth, q.dtype)

@@ -59,16 +59,46 @@ def leaf(q, p, logp, grad, energy0, inv_mass):
     log_weight = np.where(np.isnan(error), -np.inf, -error)
     accept = np.where(np.isnan(error), 0.0, np.minimum(1.0, np.exp(np.minimum(-error, 0.0))))
     one = np.ones_like(diverging, dtype=np.int32)
-    return Tree(q, p, grad, q, p, grad, q, logp, grad, log_weight, p, diverging & False,
-                diverging, one, accept)
+    return Tree(
+        q,
+        p,
+        grad,
+        q,
+        p,
+        grad,
+        q,
+        logp,
+        grad,
+        log_weight,
+        p,
+        diverging & False,
+        diverging,
+        one,
+        accept,
+    )
 
 
 def root(q, p, logp, grad):
     """The trajectory's first state, as a tree of no leapfrog steps and log weight 0."""
     zero = logp * 0.0
     no = np.zeros_like(zero, dtype=bool)
-    return Tree(q, p, grad, q, p, grad, q, logp, grad, zero, p, no, no,
-                np.zeros_like(zero, dtype=np.int32), zero)
+    return Tree(
+        q,
+        p,
+        grad,
+        q,
+        p,
+        grad,
+        q,
+        logp,
+        grad,
+        zero,
+        p,
+        no,
+        no,
+        np.zeros_like(zero, dtype=np.int32),
+        zero,
+    )
 
 
 def start_of(tree, direction):
