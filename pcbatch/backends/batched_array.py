@@ -37,7 +37,7 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
     __slots__ = ("data",)
 
     def __init__(self, data: Any):
-        self.data = np.asarray(data)
+        self.data = data if type(data) is np.ndarray else np.asarray(data)
 
     # -- per-example views ---------------------------------------------------
     @property
@@ -135,6 +135,13 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs and ufunc.signature is None:
+            raw = _same_rank_data(inputs, self.data.ndim)
+            if raw is not None:  # the common case, kept cheap: no alignment needed
+                result = ufunc(*raw)
+                if ufunc.nout == 1:
+                    return BatchedArray(result)
+                return tuple(BatchedArray(r) for r in result)
         if ufunc is np.matmul and method == "__call__" and not kwargs:
             return _matmul(inputs[0], inputs[1])
         if method != "__call__" or "out" in kwargs or ufunc.signature is not None:
@@ -153,6 +160,41 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
 
 # ---------------------------------------------------------------------------
 # Batching rules
+
+
+def elementwise(function: Callable) -> Callable:
+    """Marks a helper whose results are elementwise in its (broadcast) arguments.
+
+    On `BatchedArray` arguments it runs once on the raw batch (per-example shapes
+    aligned as one example's would broadcast), skipping the per-operation wrapping:
+    worth it for long chains of cheap operations such as a random-number cipher.
+    Other arguments (one example's arrays, JAX or TensorFlow values) call it as is.
+    """
+
+    def run(*args):
+        if not any(isinstance(a, BatchedArray) for a in args):
+            return function(*args)
+        aligned, size = _align(args)
+        return _wrap(function(*aligned), size)
+
+    run.__name__ = getattr(function, "__name__", "elementwise")
+    run.__doc__ = function.__doc__
+    return run
+
+
+def _same_rank_data(values, rank: int) -> list | None:
+    """The raw arrays when every batched input has ``rank`` and the rest are Python scalars."""
+    raw = []
+    for v in values:
+        if type(v) is BatchedArray:
+            if v.data.ndim != rank:
+                return None
+            raw.append(v.data)
+        elif isinstance(v, (int, float, bool, np.generic)):
+            raw.append(v)
+        else:
+            return None
+    return raw
 
 
 def _batch_of(values) -> int | None:
@@ -287,6 +329,10 @@ def _argreduction(func, args, kwargs):
 def _elementwise(func, args, kwargs):
     if any(isinstance(v, BatchedArray) for v in kwargs.values()):
         return NotImplemented
+    batched = next((v for v in args if isinstance(v, BatchedArray)), None)
+    raw = None if batched is None else _same_rank_data(args, batched.data.ndim)
+    if raw is not None:
+        return BatchedArray(func(*raw, **kwargs))
     aligned, size = _align(args)
     return _wrap(func(*aligned, **kwargs), size)
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pcbatch.backends.batched_array import elementwise
+
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
 _PARITY = np.uint32(0x1BD11BDA)
 
@@ -33,6 +35,7 @@ def _rotate_left(x, r: int):
     return x * np.uint32(1 << r) + x // np.uint32(1 << (32 - r))
 
 
+@elementwise
 def threefry2x32(key0, key1, count0, count1):
     """The Threefry-2x32-20 block: two uint32 words from a 2-word key and 2-word counter."""
     key2 = np.bitwise_xor(np.bitwise_xor(key0, key1), _PARITY)

@@ -115,38 +115,43 @@ def _no_u_turn(p_left, p_right, rho, inv_mass):
     return (np.sum(inv_mass * p_left * rho) > 0) & (np.sum(inv_mass * p_right * rho) > 0)
 
 
-def _turning(left, right, rho, inv_mass):
-    """The generalized criterion over ``left`` + ``right`` (trajectory order), with Stan's
-    extra checks: each half extended by the first state across the seam."""
-    whole = _no_u_turn(left.p_minus, right.p_plus, rho, inv_mass)
-    left_extended = _no_u_turn(left.p_minus, right.p_minus, left.rho + right.p_minus, inv_mass)
-    right_extended = _no_u_turn(left.p_plus, right.p_plus, right.rho + left.p_plus, inv_mass)
+def _turning(p_left_minus, p_left_plus, rho_left, p_right_minus, p_right_plus, rho_right, inv_mass):
+    """The generalized criterion over left + right (trajectory order), with Stan's extra
+    checks: each half extended by the first state across the seam."""
+    rho = rho_left + rho_right
+    whole = _no_u_turn(p_left_minus, p_right_plus, rho, inv_mass)
+    left_extended = _no_u_turn(p_left_minus, p_right_minus, rho_left + p_right_minus, inv_mass)
+    right_extended = _no_u_turn(p_left_plus, p_right_plus, rho_right + p_left_plus, inv_mass)
     return np.logical_not(whole & left_extended & right_extended)
 
 
-def _ordered(first, second, direction):
-    """(left, right) in trajectory order for ``second`` grown from ``first`` in ``direction``."""
-    forward = direction > 0
-    pick = lambda a, b: Tree(*(np.where(forward, x, y) for x, y in zip(a, b)))
-    return pick(first, second), pick(second, first)
-
-
 def _joined(first, second, direction, take_second, log_weight, inv_mass):
-    left, right = _ordered(first, second, direction)
-    rho = first.rho + second.rho
+    """``second`` (grown from ``first`` in ``direction``) and ``first`` as one tree."""
+    forward = direction > 0
+    left = lambda a, b: np.where(forward, a, b)  # the earlier-in-time tree's value
+    right = lambda a, b: np.where(forward, b, a)
+    turning = _turning(
+        left(first.p_minus, second.p_minus),
+        left(first.p_plus, second.p_plus),
+        left(first.rho, second.rho),
+        right(first.p_minus, second.p_minus),
+        right(first.p_plus, second.p_plus),
+        right(first.rho, second.rho),
+        inv_mass,
+    )
     return Tree(
-        left.q_minus,
-        left.p_minus,
-        left.grad_minus,
-        right.q_plus,
-        right.p_plus,
-        right.grad_plus,
+        left(first.q_minus, second.q_minus),
+        left(first.p_minus, second.p_minus),
+        left(first.grad_minus, second.grad_minus),
+        right(first.q_plus, second.q_plus),
+        right(first.p_plus, second.p_plus),
+        right(first.grad_plus, second.grad_plus),
         np.where(take_second, second.q_proposal, first.q_proposal),
         np.where(take_second, second.logp_proposal, first.logp_proposal),
         np.where(take_second, second.grad_proposal, first.grad_proposal),
         log_weight,
-        rho,
-        _turning(left, right, rho, inv_mass) | second.turning,
+        first.rho + second.rho,
+        turning | second.turning,
         second.diverging,
         first.num_leapfrogs + second.num_leapfrogs,
         first.sum_accept + second.sum_accept,
