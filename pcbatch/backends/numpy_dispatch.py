@@ -89,9 +89,11 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         function = getattr(self.xp, ufunc.__name__, None)
+        if function is None and ufunc.__name__ in _UFUNC_ALIASES:
+            function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)
         if method != "__call__" or function is None:
             return NotImplemented
-        return self._wrap(function(*unwrap(inputs), **unwrap(kwargs)))
+        return self._wrap(function(*_weak_scalars(unwrap(inputs)), **unwrap(kwargs)))
 
     def __array_function__(self, func, types, args, kwargs):
         target = _counterpart(func, self.xp)
@@ -102,8 +104,42 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
             )
         renamed = _RENAMED.get(self.xp.__name__, {})
         kwargs = {renamed.get((func.__name__, k), k): v for k, v in kwargs.items()}
-        return self._wrap(target(*unwrap(args), **unwrap(kwargs)))
+        args = unwrap(args)
+        if func in (np.where, np.clip):
+            args = _weak_scalars(args)
+        return self._wrap(target(*args, **unwrap(kwargs)))
 
+
+def _weak_scalars(inputs: tuple) -> tuple:
+    """NumPy 2's rule for Python scalars beside arrays (NEP 50): the scalar takes the
+    array's dtype when its kind fits (``float32_array * 0.5`` stays float32).
+    TensorFlow's NumPy would otherwise promote such a product to float64."""
+    dtypes = [
+        np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype))
+        for x in inputs
+        if _is_foreign_array(x)
+    ]
+    if not dtypes or len(dtypes) == len(inputs):
+        return inputs
+    # A condition's bool says nothing about the values' dtype (np.where(c, 0.5, x)).
+    dtype = next((d for d in dtypes if d.kind != "b"), dtypes[0])
+    return tuple(_fit_scalar(x, dtype) if _is_python_scalar(x) else x for x in inputs)
+
+
+def _is_python_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def _fit_scalar(x, dtype: np.dtype):
+    if isinstance(x, bool) or dtype.kind == "b":
+        return x
+    if isinstance(x, float) and dtype.kind in "iu":
+        return x  # a float beside integers promotes to float, as in NumPy
+    return np.asarray(x, dtype=dtype)
+
+
+# Ufuncs some counterparts know by another name (``~x`` is ``np.invert``).
+_UFUNC_ALIASES = {"invert": "bitwise_not"}
 
 # Keyword arguments whose names differ between NumPy and its counterparts.
 _RENAMED = {"jax.numpy": {("clip", "a_min"): "min", ("clip", "a_max"): "max"}}

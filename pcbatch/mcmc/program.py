@@ -90,7 +90,7 @@ def build(
         depth = 0
         while depth < max_tree_depth:
             coin = rnd.uniform(seed, chain, draw, rnd.DIRECTION, depth, q.dtype)
-            direction = np.where(coin < 0.5, -1, 1)
+            direction = np.sign(coin - 0.5)  # -1 or +1 in q's dtype (coins are never 0.5)
             q0, p0, grad0 = trees.start_of(tree, direction)
             subtree = build_tree(
                 q0,
@@ -111,7 +111,8 @@ def build(
             depth = depth + 1
             if tree.turning or tree.diverging:
                 break
-        mean_accept = tree.sum_accept / np.maximum(tree.num_leapfrogs, 1)
+        steps_taken = np.maximum(tree.num_leapfrogs, 1).astype(q.dtype)
+        mean_accept = tree.sum_accept / steps_taken
         return (
             tree.q_proposal,
             tree.logp_proposal,
