@@ -105,6 +105,7 @@ def sample(
     value_and_grad: Callable | None = None,
     target_accept_prob: float = 0.8,
     first_chain: int = 0,
+    first_draw: int = 0,
 ) -> NutsResult:
     """Runs NUTS for every chain of ``initial_state`` (shape ``[num_chains, *event_shape]``).
 
@@ -122,6 +123,8 @@ def sample(
       value_and_grad: ONE state -> (log density, gradient). Required on NumPy.
       target_accept_prob: the mean acceptance statistic warmup aims for.
       first_chain: the chain index of the first chain (to split chains over calls).
+      first_draw: the draw counter of the first draw (to continue a run: pass the
+        previous call's ``first_draw + num_warmup + num_samples``).
     """
     _check_arguments(num_samples, num_warmup, max_tree_depth)
     value_and_grad = gradients.value_and_grad_for(target_log_prob_fn, value_and_grad, initial_state)
@@ -140,13 +143,14 @@ def sample(
     steps = np.broadcast_to(np.asarray(step_size, dtype), (num_chains,))
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
+    draws = np.full(num_chains, np.uint32(first_draw))
     # Returns first: chains unwinding their trees all meet before the next descent.
     options = {"max_stack_depth": max_tree_depth + 2, "schedule": "returns_first"}
     if backend is not None:
         options["backend"] = backend
     start = time.perf_counter()
     with profiling.profile() as prof:
-        outputs = run_chain(q, steps, seeds, chains, **options)
+        outputs = run_chain(q, steps, seeds, chains, draws, **options)
     wall = time.perf_counter() - start
     samples, leapfrogs, depths, divergent, accept, step_sizes, inv_mass = outputs
     host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
@@ -199,3 +203,57 @@ def _compiled(value_and_grad, num_samples, num_warmup, max_tree_depth, event_sha
         event_shape=event_shape,
         target_accept=target,
     )
+
+
+class NoUTurnSampler:
+    """A TFP-style transition kernel on the same batched program: one draw per `one_step`.
+
+    ``bootstrap_results(state)`` starts the kernel's bookkeeping;
+    ``one_step(state, results)`` returns ``(next_state, results)`` where ``results``
+    holds the step's `NutsResult` (``last``) and the draw counter, so successive steps
+    use fresh random streams. Use `sample` for many draws: it batches across draws too.
+    """
+
+    def __init__(
+        self,
+        target_log_prob_fn=None,
+        step_size=0.1,
+        max_tree_depth=10,
+        *,
+        seed: int = 0,
+        value_and_grad=None,
+    ):
+        self.target_log_prob_fn = target_log_prob_fn
+        self.step_size = step_size
+        self.max_tree_depth = max_tree_depth
+        self.seed = seed
+        self.value_and_grad = value_and_grad
+
+    @property
+    def is_calibrated(self) -> bool:
+        return True
+
+    def bootstrap_results(self, current_state) -> KernelResults:
+        return KernelResults(draw=0, last=None)
+
+    def one_step(self, current_state, previous_kernel_results: KernelResults):
+        result = sample(
+            self.target_log_prob_fn,
+            current_state,
+            num_samples=1,
+            step_size=self.step_size,
+            max_tree_depth=self.max_tree_depth,
+            seed=self.seed,
+            value_and_grad=self.value_and_grad,
+            first_draw=previous_kernel_results.draw,
+        )
+        next_results = KernelResults(draw=previous_kernel_results.draw + 1, last=result)
+        return result.samples[0], next_results
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelResults:
+    """`NoUTurnSampler` bookkeeping: the next draw counter and the last step's result."""
+
+    draw: int
+    last: NutsResult | None

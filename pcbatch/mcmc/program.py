@@ -1,15 +1,18 @@
 """The No-U-Turn Sampler written for ONE chain, in the Python pcbatch batches.
 
-`build` returns the batched entry point ``run_chain(q, step_size, seed, chain)``:
-warmup and sampling for one chain, every draw in one loop, so a chain whose
-trajectory ends early starts its next draw while other chains are still building
-trees (cross-trajectory batching). The tree is built recursively, as in Hoffman &
-Gelman's paper: ``build_tree`` of depth ``d`` is two subtrees of depth ``d - 1``.
+`build` returns the batched entry point
+``run_chain(q, step_size, seed, chain, first_draw)``: warmup and sampling for one
+chain, every draw in one loop, so a chain whose trajectory ends early starts its
+next draw while other chains are still building trees (cross-trajectory
+batching). The tree is built recursively, as in Hoffman & Gelman's paper:
+``build_tree`` of depth ``d`` is two subtrees of depth ``d - 1``.
 
-The leapfrog step is its own function, discovered last, so its block (the gradient)
-gets the highest program counter: the VM, which runs the lowest block holding a
-thread, lets every chain finish its cheap bookkeeping before it evaluates the
-gradient once for all chains that reached it.
+The leapfrog step is its own function, discovered last, so its block (the
+gradient) gets the highest program counter: the VM, which runs the lowest block
+holding a thread, lets every chain finish its cheap bookkeeping before it
+evaluates the gradient once for all chains that reached it. The sampler runs
+under the ``returns_first`` schedule, so chains unwinding their trees all meet
+before the next descent.
 
 Constants (buffer sizes, the schedule, the gradient function) are closure variables
 of `build`, so pcbatch treats them as constants.
@@ -42,12 +45,12 @@ def build(
         return np.reshape(z, event_shape) / np.sqrt(inv_mass)
 
     @ctx.batch
-    def run_chain(q, step_size, seed, chain):
+    def run_chain(q, step_size, seed, chain, first_draw):
         logp, grad = value_and_grad(q)
         inv_mass = np.ones_like(q)
         step = step_size
         if num_warmup > 0:
-            step = find_step_size(q, logp, grad, step, inv_mass, seed, chain, total)
+            step = find_step_size(q, logp, grad, step, inv_mass, seed, chain, first_draw + total)
         averaging = warmup.dual_averaging_start(step)
         moments = warmup.moments_start(q)
         samples = np.zeros((num_samples,) + event_shape, q.dtype)
@@ -58,7 +61,7 @@ def build(
         steps = np.zeros(num_samples, q.dtype)
         for i in range(total):
             q, logp, grad, n, depth, diverging, accept_prob = nuts_draw(
-                q, logp, grad, step, inv_mass, seed, chain, i
+                q, logp, grad, step, inv_mass, seed, chain, first_draw + i
             )
             if i < num_warmup:
                 averaging = warmup.dual_averaging_update(averaging, accept_prob, target_accept)
@@ -68,7 +71,9 @@ def build(
                 if np.any(i == window_ends):
                     inv_mass = warmup.regularized_variance(moments)
                     moments = warmup.moments_start(q)
-                    step = find_step_size(q, logp, grad, step, inv_mass, seed, chain, i)
+                    step = find_step_size(
+                        q, logp, grad, step, inv_mass, seed, chain, first_draw + i
+                    )
                     averaging = warmup.dual_averaging_start(step)
                 if i == num_warmup - 1:
                     step = np.exp(averaging.log_step_avg)

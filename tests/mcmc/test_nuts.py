@@ -1,0 +1,192 @@
+"""The No-U-Turn Sampler: statistics against known answers, on every backend.
+
+Moment checks are scaled by the effective sample size: a mean is accepted within
+5 standard errors (sd / sqrt(ESS)), so a correct sampler fails one check with
+probability below 1e-6; the runs are seeded, so a passing test never flakes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from pcbatch.mcmc import diagnostics, nuts
+from tests import backends
+from tests.mcmc import targets
+
+Z = 5.0  # standard errors allowed
+
+
+@functools.cache
+def _target(name: str) -> targets.Target:
+    return {f.__name__: f for f in targets.ALL}[name]()
+
+
+@functools.cache
+def _log_prob_for(name: str, backend: str):
+    """One function object per (target, backend), so compiled samplers are reused."""
+    target = _target(name)
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return lambda x: target.log_prob(x, jnp)
+    import tensorflow.experimental.numpy as tnp
+
+    return lambda x: target.log_prob(x, tnp)
+
+
+def _initial(target: targets.Target, chains: int, backend: str):
+    rng = np.random.RandomState(3)
+    state = rng.normal(size=(chains, target.dim))
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        backends.backend("jax")  # float64, like the NumPy run
+        return jnp.asarray(state)
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.constant(state)
+    return state
+
+
+def run(name: str, backend: str, **options) -> nuts.NutsResult:
+    target = _target(name)
+    settings = dict(num_samples=400, num_warmup=300, seed=1, max_tree_depth=8)
+    settings.update(options)
+    chains = settings.pop("chains", 8)
+    initial = _initial(target, chains, backend)
+    if backend == "numpy":
+        return nuts.sample(None, initial, value_and_grad=target.value_and_grad, **settings)
+    return nuts.sample(_log_prob_for(name, backend), initial, **settings)
+
+
+_cached_run = functools.lru_cache(maxsize=None)(run)
+
+TARGET_NAMES = [f.__name__ for f in targets.ALL]
+
+
+@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize("name", TARGET_NAMES)
+def test_moments_match_the_known_answer(name, backend):
+    target = _target(name)
+    result = _cached_run(name, backend)
+    draws = target.statistic(np.asarray(result.samples))
+    ess = diagnostics.effective_sample_size(draws)
+    assert np.all(ess > 200), f"ESS {ess}"
+    assert np.all(diagnostics.potential_scale_reduction(draws) < 1.05)
+    mean, sd = draws.mean(axis=(0, 1)), draws.std(axis=(0, 1))
+    np.testing.assert_array_less(np.abs(mean - target.mean), Z * target.sd / np.sqrt(ess))
+    # The sd's standard error is about sd / sqrt(2 ESS) for near-Gaussian draws; allow
+    # twice that for the skewed ones.
+    np.testing.assert_array_less(np.abs(sd - target.sd), 2 * Z * target.sd / np.sqrt(2 * ess))
+    assert not np.asarray(result.diverging).any()
+
+
+@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+def test_results_have_the_documented_shapes_and_statistics(backend):
+    result = _cached_run("correlated_gaussian", backend)
+    assert tuple(result.samples.shape) == (400, 8, 10)
+    for stat in (result.num_leapfrogs, result.tree_depth, result.diverging, result.accept_prob):
+        assert stat.shape == (400, 8)
+    assert result.step_size.shape == (400, 8)
+    # Warmup is over: one adapted step size per chain, for every draw.
+    assert np.all(result.step_size == result.step_size[:1])
+    assert 0.6 < result.accept_prob.mean() < 1.0
+    assert np.all(result.num_leapfrogs <= 2**result.tree_depth - 1)
+    assert 0.0 < result.utilization <= 1.0
+    assert 0.0 < result.lockstep_utilization <= 1.0
+    assert result.leapfrog_steps >= result.num_leapfrogs.sum()
+
+
+def _uphill(x):
+    return np.sum(x), np.ones_like(x)
+
+
+def test_a_trajectory_that_never_turns_takes_two_to_the_depth_minus_one_steps():
+    # A constant gradient accelerates forever: no U-turn, no energy error (leapfrog is
+    # exact for a constant force), so every draw builds the deepest tree allowed.
+    result = nuts.sample(
+        None, np.zeros((5, 3)), num_samples=4, max_tree_depth=5, seed=0, value_and_grad=_uphill
+    )
+    np.testing.assert_array_equal(result.num_leapfrogs, 2**5 - 1)
+    np.testing.assert_array_equal(result.tree_depth, 5)
+    assert not result.diverging.any()
+
+
+def test_a_chain_does_not_depend_on_the_chains_beside_it():
+    target = _target("correlated_gaussian")
+    start = np.random.RandomState(0).normal(size=(6, target.dim))
+    options = dict(num_samples=30, num_warmup=30, seed=5, value_and_grad=target.value_and_grad)
+    six = nuts.sample(None, start, **options)
+    two = nuts.sample(None, start[3:5], first_chain=3, **options)
+    np.testing.assert_array_equal(six.samples[:, 3:5], two.samples)
+    np.testing.assert_array_equal(six.num_leapfrogs[:, 3:5], two.num_leapfrogs)
+
+
+@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+def test_same_seed_same_draws_other_seed_other_draws(backend):
+    first = run("normal_1d", backend, num_samples=20, num_warmup=10, chains=3)
+    again = run("normal_1d", backend, num_samples=20, num_warmup=10, chains=3)
+    other = run("normal_1d", backend, num_samples=20, num_warmup=10, chains=3, seed=2)
+    np.testing.assert_array_equal(np.asarray(first.samples), np.asarray(again.samples))
+    assert not np.array_equal(np.asarray(first.samples), np.asarray(other.samples))
+
+
+def test_continuing_a_run_uses_fresh_draws():
+    options = dict(num_samples=10, seed=4, value_and_grad=_target("normal_1d").value_and_grad)
+    start = np.zeros((3, 1))
+    whole = nuts.sample(None, start, **dict(options, num_samples=20))
+    first = nuts.sample(None, start, **options)
+    second = nuts.sample(None, np.asarray(first.samples[-1]), first_draw=10, **options)
+    np.testing.assert_array_equal(whole.samples[:10], first.samples)
+    np.testing.assert_array_equal(whole.samples[10:], second.samples)
+
+
+def test_the_transition_kernel_steps_like_the_sampler():
+    vg = _target("normal_1d").value_and_grad
+    kernel = nuts.NoUTurnSampler(step_size=0.5, max_tree_depth=6, seed=9, value_and_grad=vg)
+    state, results = np.zeros((4, 1)), kernel.bootstrap_results(np.zeros((4, 1)))
+    states = []
+    for _ in range(5):
+        state, results = kernel.one_step(state, results)
+        states.append(state)
+    whole = nuts.sample(
+        None,
+        np.zeros((4, 1)),
+        num_samples=5,
+        step_size=0.5,
+        max_tree_depth=6,
+        seed=9,
+        value_and_grad=vg,
+    )
+    np.testing.assert_array_equal(np.stack(states), whole.samples)
+    assert results.draw == 5 and results.last.num_leapfrogs.shape == (1, 4)
+
+
+def test_numpy_needs_value_and_grad():
+    with pytest.raises(TypeError, match="value_and_grad="):
+        nuts.sample(lambda x: -np.sum(x * x), np.zeros((2, 2)), num_samples=3, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"num_samples": 0}, "num_samples"),
+        ({"num_samples": 3, "num_warmup": -1}, "num_warmup"),
+        ({"num_samples": 3, "max_tree_depth": 40}, "max_tree_depth"),
+    ],
+)
+def test_bad_settings_are_clear_errors(options, words):
+    with pytest.raises(ValueError, match=words):
+        nuts.sample(None, np.zeros((2, 2)), seed=0, value_and_grad=_uphill, **options)
+
+
+def test_arviz_conversion():
+    arviz = pytest.importorskip("arviz")
+    result = _cached_run("normal_1d", "numpy")
+    data = result.to_arviz()
+    assert isinstance(data, arviz.InferenceData)
+    assert data.posterior["x"].shape == (8, 400, 1)
