@@ -1,0 +1,105 @@
+"""NUTS throughput and utilization: ``python benchmarks/nuts.py [--backends numpy,jax]``.
+
+One run, one machine: the 100-D correlated Gaussian of the demo family (and, with
+``--target logistic``, a logistic regression with 1,000 data points and 25
+features), for each number of chains: wall time, draws/s, gradient
+evaluations/s, minimum ESS/s, utilization (leapfrog steps taken / lanes of the
+batched gradient calls) and the lockstep bound (per draw, mean / max trajectory
+length: what a sampler that waits for the slowest chain at every draw can reach).
+Compile time is the first call's wall time minus the second's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from pcbatch.demo import correlated_gaussian
+from pcbatch.mcmc import nuts
+
+
+def logistic_regression(num_data=1000, num_features=25):
+    rng = np.random.RandomState(0)
+    features = rng.normal(size=(num_data, num_features)) / np.sqrt(num_features)
+    labels = (rng.uniform(size=num_data) < 1 / (1 + np.exp(-features @ rng.normal(size=25)))) * 1.0
+
+    def log_prob(beta, xp):
+        z = xp.matmul(features, beta)
+        return xp.sum(labels * z - xp.logaddexp(0.0, z)) - 0.5 * xp.sum(beta * beta)
+
+    def value_and_grad(beta):
+        z = features @ beta
+        return log_prob(beta, np), features.T @ (labels - 1 / (1 + np.exp(-z))) - beta
+
+    return num_features, log_prob, value_and_grad
+
+
+def gaussian(dim=100):
+    mean, cov, value_and_grad = correlated_gaussian(dim)
+    precision = np.linalg.inv(cov)
+
+    def log_prob(x, xp):
+        centered = x - mean
+        return -0.5 * xp.sum(centered * xp.matmul(precision, centered))
+
+    return dim, log_prob, value_and_grad
+
+
+def run(backend, target, chains, warmup, samples):
+    dim, log_prob, value_and_grad = target
+    start = np.random.RandomState(1).normal(size=(chains, dim))
+    options = dict(num_samples=samples, num_warmup=warmup, seed=0)
+    if backend == "numpy":
+        call = lambda: nuts.sample(None, start, value_and_grad=value_and_grad, **options)
+    elif backend == "jax":
+        import jax.numpy as jnp
+
+        fn = lambda x: log_prob(x, jnp)
+        call = lambda: nuts.sample(fn, jnp.asarray(start, jnp.float32), **options)
+    else:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        fn = lambda x: log_prob(x, tnp)
+        call = lambda: nuts.sample(fn, tf.constant(start, tf.float32), **options)
+    first_start = time.perf_counter()
+    call()
+    first = time.perf_counter() - first_start
+    result = call()
+    return result, max(first - result.wall_time, 0.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", default="numpy")
+    parser.add_argument("--chains", default="1,10,100,1000")
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--samples", type=int, default=100)
+    parser.add_argument("--target", choices=("gaussian", "logistic"), default="gaussian")
+    args = parser.parse_args()
+    target = gaussian() if args.target == "gaussian" else logistic_regression()
+    print(f"target={args.target} warmup={args.warmup} samples={args.samples}")
+    header = (
+        f"{'backend':<10} {'chains':>6} {'wall s':>8} {'compile s':>9} {'draws/s':>9} "
+        f"{'grads/s':>10} {'minESS/s':>9} {'util':>6} {'lockstep':>8} {'leaps/draw':>10}"
+    )
+    print(header)
+    for backend in args.backends.split(","):
+        for chains in (int(c) for c in args.chains.split(",")):
+            result, compile_s = run(backend, target, chains, args.warmup, args.samples)
+            wall = result.wall_time
+            ess = float(np.min(result.ess())) if chains * args.samples >= 4 else float("nan")
+            draws = chains * (args.warmup + args.samples)
+            print(
+                f"{backend:<10} {chains:>6} {wall:>8.2f} {compile_s:>9.2f} {draws / wall:>9.0f} "
+                f"{result.leapfrog_steps / wall:>10.0f} {ess / wall:>9.1f} "
+                f"{result.utilization:>6.3f} {result.lockstep_utilization:>8.3f} "
+                f"{result.num_leapfrogs.mean():>10.1f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
