@@ -29,9 +29,18 @@ from pcbatch.ir.nodes import (
     Program,
     PushGotoOp,
 )
-from pcbatch.ir.types import VariableAllocation, flatten, is_pattern_node, map_pattern, rebuild
+from pcbatch.ir.setitem import align
+from pcbatch.ir.types import (
+    TensorType,
+    VariableAllocation,
+    flatten,
+    is_pattern_node,
+    map_pattern,
+    rebuild,
+)
 
 PC = "__pc__"
+_INDEX = TensorType(np.dtype(np.int32), ())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +96,8 @@ class _Block:
         state["vars"] = dict(state["vars"])
         mask = state["pc"]["top"] == self.index
         env: dict = {}
-        for op, function in zip(self.block.instructions, self.functions):
+        for position, (op, function) in enumerate(zip(self.block.instructions, self.functions)):
+            self.position = position
             if isinstance(op, PopOp):
                 for name in op.vars:
                     env.pop(name, None)
@@ -95,7 +105,7 @@ class _Block:
                         state["vars"][key] = m.pop(state["vars"][key], mask)
                 continue
             if setitem.is_in_place(op, m.program):
-                self.set_items(state, env, op, mask)
+                self.set_items(state, env, op, mask, position)
                 continue
             inputs = [self.read(state, env, v) for v in op.vars_in]
             if m.sanitize and not op.is_copy:
@@ -114,10 +124,17 @@ class _Block:
             )
         return state
 
-    def set_items(self, state, env, op, mask) -> None:
-        """Item assignment into the target's storage: a scatter of the active threads' items."""
-        target, value, *indices = (self.read(state, env, v) for v in op.vars_in)
+    def set_items(self, state, env, op, mask, position) -> None:
+        """Item assignment into the target's storage: a scatter of the active threads' items
+        (posted to run after the block when the backend posts writes, see `PostedWrites`)."""
+        value, *indices = (self.read(state, env, v) for v in op.vars_in[1:])
         (key, _), = self.m.layout.leaves[op.vars_out]
+        slot = self.m.posted.set_item_slot(self.index, position)
+        if slot is not None:
+            state["posted"] = dict(state["posted"])
+            state["posted"][slot] = self.m.posted.describe_set(slot, value, indices, mask)
+            env.pop(op.vars_out, None)
+            return
         leaf = state["vars"][key]
         top = self.m.ops.set_items(op.function, leaf["top"], value, indices, mask)
         state["vars"][key] = dict(leaf, top=top)
@@ -151,10 +168,132 @@ class _Block:
         for (key, _), value in zip(self.m.layout.leaves[names], placed_leaves):
             leaf = state["vars"][key]
             if push:
-                state["vars"][key], overflow = self.m.push(leaf, value, mask)
-                state = self.m.flag_overflow(state, overflow, self.index)
+                slot = self.m.posted.push_slot(self.index, self.position, key)
+                state["vars"][key], overflow, posted = self.m.push(leaf, value, mask, slot)
+                if posted is not None:
+                    state["posted"] = dict(state["posted"], **{slot: posted})
+                # In place: the caller holds this dict (a rebinding here would be lost).
+                state.update(self.m.flag_overflow(state, overflow, self.index))
             else:
                 state["vars"][key] = dict(leaf, top=self.m.ops.where(mask, value, leaf["top"]))
+
+
+class PostedWrites:
+    """Writes into large arrays (stacks, item-assigned buffers), made after the block.
+
+    XLA copies a buffer that a conditional branch writes in place (and, for an N-way
+    switch, every buffer a branch passes through), so a scatter into a stack or a
+    buffer of draws inside the block would copy the whole array at every step. A
+    block instead *posts* the write: row indices (out of range for threads not at
+    the block) and values, in a small slot of the loop state; after the block, one
+    scatter per slot, outside any conditional, updates the array in place. A write
+    is posted only when nothing later in the same block touches that array.
+    """
+
+    def __init__(self, program: Program, layout: Layout, ops, enabled: bool):
+        self.program, self.layout, self.ops = program, layout, ops
+        self.slots: dict = {}  # slot name -> ("set", key, SetItem) or ("push", key)
+        self.by_site: dict = {}
+        if enabled:
+            for b, block in enumerate(program.graph.blocks):
+                self._plan_block(b, block)
+
+    def _plan_block(self, b: int, block) -> None:
+        ops = block.instructions
+        for position, op in enumerate(ops):
+            if isinstance(op, PrimOp) and setitem.is_in_place(op, self.program):
+                if not _touched_after(ops, position, op.vars_out):
+                    (key, _), = self.layout.leaves[op.vars_out]
+                    self._add((b, position), f"set{b}.{position}", ("set", key, op.function))
+            elif isinstance(op, PrimOp):
+                for name in flatten(op.vars_out):
+                    pushes = name not in op.skip_push_mask
+                    full = self.program.alloc_of(name) == VariableAllocation.FULL
+                    if pushes and full and not _touched_after(ops, position, name):
+                        for key, _ in self.layout.leaves[name]:
+                            self._add((b, position, key), f"push:{key}", ("push", key))
+
+    def _add(self, site, slot: str, spec) -> None:
+        self.by_site[site] = slot
+        self.slots[slot] = spec
+
+    def set_item_slot(self, block: int, position: int):
+        return self.by_site.get((block, position))
+
+    def push_slot(self, block: int, position: int, key: str):
+        return self.by_site.get((block, position, key))
+
+    def describe_set(self, slot: str, value, indices, mask) -> dict:
+        """The posted form of an item assignment: shapes fixed, so every block agrees."""
+        ops, size = self.ops, self.layout.batch_size
+        empty = self._empty_slot(slot)
+        rows = ops.where(mask, ops.arange(size), size)  # out of range: not written
+        function = self.slots[slot][2]
+        value = align(ops.asarray(value, empty["value"].dtype), function.rest_rank(
+            len(empty["value"].shape) + function.integer_parts))
+        return {
+            "rows": rows,
+            "indices": [ops.place(i, size, _INDEX, True) for i in indices],
+            "value": ops.broadcast_to(value, empty["value"].shape),
+        }
+
+    def empty(self) -> dict:
+        """Every slot with no write (all rows out of range)."""
+        return {slot: self._empty_slot(slot) for slot in self.slots}
+
+    def _empty_slot(self, slot: str) -> dict:
+        ops, size = self.ops, self.layout.batch_size
+        spec = self.slots[slot]
+        t = self._leaf_type(spec[1])
+        if spec[0] == "push":
+            return {
+                "depth": ops.full_pc(size, self.layout.max_stack_depth),
+                "value": ops.zeros((size, *t.shape), t.dtype),
+            }
+        function = spec[2]
+        integer_axes = [a for a, part in enumerate(function.index) if part is None]
+        rest = [d for a, d in enumerate(t.shape) if a not in integer_axes]
+        return {
+            "rows": ops.full_pc(size, size),
+            "indices": [ops.zeros((size,), ops.index_dtype) for _ in integer_axes],
+            "value": ops.zeros((size, *rest), t.dtype),
+        }
+
+    def _leaf_type(self, key: str):
+        for keys in self.layout.leaves.values():
+            for k, t in keys:
+                if k == key:
+                    return t
+        raise KeyError(key)
+
+    def apply(self, state: dict) -> dict:
+        if not self.slots:
+            return state
+        state = dict(state)
+        state["vars"] = dict(state["vars"])
+        for slot, spec in self.slots.items():
+            write, key = state["posted"][slot], spec[1]
+            leaf = state["vars"][key]
+            if spec[0] == "push":
+                stack = self.ops.scatter_rows(leaf["stack"], write["depth"], write["value"])
+                state["vars"][key] = dict(leaf, stack=stack)
+            else:
+                top = self.ops.set_item_rows(
+                    spec[2], leaf["top"], write["value"], write["indices"], write["rows"]
+                )
+                state["vars"][key] = dict(leaf, top=top)
+        return state
+
+
+def _touched_after(instructions, position: int, name: str) -> bool:
+    """Whether an instruction after ``position`` reads, writes, pops or pushes ``name``."""
+    for op in instructions[position + 1 :]:
+        if isinstance(op, PopOp):
+            if name in op.vars:
+                return True
+        elif name in flatten(op.vars_in) or name in flatten(op.vars_out):
+            return True
+    return False
 
 
 class StagedMachine:
@@ -176,20 +315,28 @@ class StagedMachine:
         self.profiling = profiling
         self.max_steps = max_steps
         self.sanitize = getattr(ops, "sanitize_inactive", False)
+        enabled = getattr(ops, "posts_writes", False)
+        self.posted = PostedWrites(program, self.layout, ops, enabled)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
         self.rows = None
 
     # -- stacks -----------------------------------------------------------------
-    def push(self, leaf: dict, value, mask):
+    def push(self, leaf: dict, value, mask, slot=None):
+        """(new leaf, overflow flag, posted write or None): with a ``slot``, the stack write
+        is returned as a posted write instead of made here."""
         ops = self.ops
         depth = leaf["depth"]
         capacity = leaf["stack"].shape[0]
         overflow = ops.any(mask & (depth >= capacity))
         target = ops.where(mask, depth, capacity)  # out of range: the row is not written
-        stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
+        posted = None
+        if slot is None:
+            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
+        else:
+            stack, posted = leaf["stack"], {"depth": target, "value": leaf["top"]}
         new_depth = ops.where(mask, ops.minimum(depth + 1, capacity), depth)
         top = ops.where(mask, value, leaf["top"])
-        return {"top": top, "stack": stack, "depth": new_depth}, overflow
+        return {"top": top, "stack": stack, "depth": new_depth}, overflow, posted
 
     def pop(self, leaf: dict, mask) -> dict:
         ops = self.ops
@@ -220,7 +367,7 @@ class StagedMachine:
             pc = dict(pc, top=ops.where(mask, const(index(term.target)), pc["top"]))
         elif isinstance(term, PushGotoOp):
             pc = dict(pc, top=ops.where(mask, const(index(term.return_target)), pc["top"]))
-            pc, overflow = self.push(pc, const(index(term.target)), mask)
+            pc, overflow, _ = self.push(pc, const(index(term.target)), mask)
             state = self.flag_overflow(state, overflow, self.program.graph.index(term.target))
         elif isinstance(term, IndirectGotoOp):
             pc = self.pop(pc, mask)
@@ -272,6 +419,7 @@ class StagedMachine:
             "overflow": ops.false(),
             "overflow_block": ops.scalar_int(-1),
             "steps": ops.scalar_int(0),
+            "posted": self.posted.empty(),
         }
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
@@ -299,7 +447,9 @@ class StagedMachine:
                 s = dict(
                     s, live_sum=s["live_sum"] + ops.float(ops.count(s["pc"]["top"] < self.halt))
                 )
+            s = dict(s, posted=self.posted.empty())
             s = ops.switch(block, self.blocks, s)
+            s = self.posted.apply(s)
             return dict(s, steps=s["steps"] + 1)
 
         final = ops.while_loop(keep_going, step, state)
@@ -369,7 +519,7 @@ def _traced(staged: StagedMachine, backend):
     def run(inputs):
         backend.traces += 1  # runs only while tracing: counts compilations
         outputs, final = staged.run(inputs)
-        info = {k: v for k, v in final.items() if k not in ("vars", "pc")}
+        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "posted")}
         info["pc"] = final["pc"]["top"]
         return outputs, info
 
