@@ -15,7 +15,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 def _examples():
     for path in DOCS:
         for i, block in enumerate(re.findall(r"```python\n(.*?)```", path.read_text(), re.S)):
-            if "import pcbatch" in block:
+            if re.search(r"^(import|from) pcbatch", block, re.M):
                 yield pytest.param(block, id=f"{path.name}-{i}")
 
 
