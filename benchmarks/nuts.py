@@ -19,6 +19,11 @@ import numpy as np
 from pcbatch.demo import correlated_gaussian
 from pcbatch.mcmc import nuts
 
+try:  # run as a script (python benchmarks/nuts.py) or as a module
+    import nuts_baselines
+except ImportError:
+    from benchmarks import nuts_baselines
+
 
 def logistic_regression(num_data=1000, num_features=25):
     rng = np.random.RandomState(0)
@@ -47,10 +52,21 @@ def gaussian(dim=100):
     return dim, log_prob, value_and_grad
 
 
-def run(backend, target, chains, warmup, samples):
+def run(backend, target, chains, warmup, samples, step_size):
     dim, log_prob, value_and_grad = target
     start = np.random.RandomState(1).normal(size=(chains, dim))
-    options = dict(num_samples=samples, num_warmup=warmup, seed=0)
+    if backend in nuts_baselines.SAMPLERS:
+        import jax.numpy as jnp
+
+        return nuts_baselines.SAMPLERS[backend](
+            lambda x: log_prob(x, jnp),
+            start,
+            warmup=warmup,
+            samples=samples,
+            step_size=step_size,
+            seed=0,
+        )
+    options = dict(num_samples=samples, num_warmup=warmup, seed=0, step_size=step_size)
     if backend == "numpy":
         call = lambda: nuts.sample(None, start, value_and_grad=value_and_grad, **options)
     elif backend == "jax":
@@ -73,14 +89,25 @@ def run(backend, target, chains, warmup, samples):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backends", default="numpy")
+    parser.add_argument(
+        "--backends",
+        default="numpy",
+        help="comma-separated: numpy, jax, tensorflow, and the lockstep baselines blackjax, "
+        "numpyro",
+    )
     parser.add_argument("--chains", default="1,10,100,1000")
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--samples", type=int, default=100)
     parser.add_argument("--target", choices=("gaussian", "logistic"), default="gaussian")
+    parser.add_argument(
+        "--step-size", type=float, default=0.1, help="initial (or, with no warmup, fixed) step size"
+    )
     args = parser.parse_args()
     target = gaussian() if args.target == "gaussian" else logistic_regression()
-    print(f"target={args.target} warmup={args.warmup} samples={args.samples}")
+    print(
+        f"target={args.target} warmup={args.warmup} samples={args.samples} "
+        f"step_size={args.step_size}"
+    )
     header = (
         f"{'backend':<10} {'chains':>6} {'wall s':>8} {'compile s':>9} {'draws/s':>9} "
         f"{'grads/s':>10} {'minESS/s':>9} {'util':>6} {'lockstep':>8} {'leaps/draw':>10}"
@@ -88,7 +115,9 @@ def main() -> None:
     print(header)
     for backend in args.backends.split(","):
         for chains in (int(c) for c in args.chains.split(",")):
-            result, compile_s = run(backend, target, chains, args.warmup, args.samples)
+            result, compile_s = run(
+                backend, target, chains, args.warmup, args.samples, args.step_size
+            )
             wall = result.wall_time
             ess = float(np.min(result.ess())) if chains * args.samples >= 4 else float("nan")
             draws = chains * (args.warmup + args.samples)

@@ -89,3 +89,21 @@ class Backend(Protocol):
     def merge_dtypes(self, dt1: Any, dt2: Any) -> Any: ...
 
     def merge_shapes(self, s1: Any, s2: Any) -> Any: ...
+
+
+def bisecting_switch(two_way: Callable, index: Any, branches: Sequence[Callable], state: Any):
+    """Runs ``branches[index](state)`` as a balanced tree of two-way conditionals.
+
+    ``two_way(pred, if_true, if_false, state)`` is the backend's two-way
+    conditional. XLA copies every buffer an N-way conditional passes through but
+    aliases those of a two-way one; a tree of them keeps that, and a step tests
+    about log2(N) predicates instead of one per block.
+    """
+
+    def run(lo: int, hi: int, state):
+        if hi - lo == 1:
+            return branches[lo](state)
+        mid = (lo + hi) // 2
+        return two_way(index < mid, lambda s: run(lo, mid, s), lambda s: run(mid, hi, s), state)
+
+    return run(0, len(branches), state)
