@@ -16,6 +16,12 @@ Policies:
     so threads at different recursion depths meet at the same entry instead of
     trickling in; in a recursive tree builder this about halves the steps
     between two evaluations of the leaf.
+  ``most_threads``: dynamic (see ``vm/policy.py``): each step runs the block
+    holding the most threads, with a starvation bound; this pass keeps the
+    ``lowest_pc`` numbering, which breaks ties.
+
+The lowered program records its policy (``Program.schedule``), so the VM
+knows whether to choose blocks dynamically.
 
 Example: blocks ``[main.entry, f.entry, f.call, f.call:1]`` (``f.call:1`` a
 return landing) become ``[main.entry, f.call:1, f.entry, f.call]``.
@@ -25,7 +31,7 @@ from __future__ import annotations
 
 from pcbatch.ir.nodes import ControlFlowGraph, PushGotoOp
 
-POLICIES = ("lowest_pc", "returns_first")
+POLICIES = ("lowest_pc", "returns_first", "most_threads")
 DEFAULT = "lowest_pc"
 
 
@@ -57,7 +63,7 @@ def returns_first(program):
 
 
 def run(program, ctx=None):
-    policy = getattr(ctx, "schedule", DEFAULT)
-    if check_policy(policy) == "returns_first":
-        return returns_first(program)
-    return program
+    policy = check_policy(getattr(ctx, "schedule", DEFAULT))
+    if policy == "returns_first":
+        program = returns_first(program)
+    return program.replace(schedule=policy)
