@@ -28,7 +28,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import os
+
+from pcbatch.ir import printer
 
 MAX_SERIES_POINTS = 2048
 
@@ -110,7 +111,7 @@ class Profile:
         self.runs += 1
         for block in program.graph:
             if block.label not in self.block_lines:
-                self.block_lines[block.label] = block_source_lines(block)
+                self.block_lines[block.label] = printer.source_lines(block)
 
     def record_step(
         self, label: str, live: int, batch_size: int, active: int | None = None, seconds=None
@@ -266,16 +267,6 @@ def _format_table(rows: list, key: str) -> str:
         ).rstrip()
 
     return "\n".join(line(cells) for cells in [header, *body])
-
-
-def block_source_lines(block) -> tuple:
-    """The distinct ``file.py:line`` of a block's instructions and terminator, in order."""
-    seen: dict = {}
-    for op in (*block.instructions, block.terminator):
-        loc = getattr(op, "loc", None)
-        if loc is not None and loc.line:
-            seen.setdefault(f"{os.path.basename(loc.file)}:{loc.line}", None)
-    return tuple(seen)
 
 
 _active: list = []
