@@ -123,12 +123,33 @@ def test_most_threads_runs_the_fullest_block_and_bounds_starvation():
     assert policy.choose(policy.NUMPY_OPS, plan, halted, np.zeros(3, int))[0] == 3
 
 
-def test_most_threads_waits_for_threads_upstream_and_keeps_order_in_recursion():
-    upstream = np.zeros((3, 3), bool)
-    upstream[0, 2] = True  # threads at block 0 may still arrive at block 2
+def test_most_threads_waits_for_arriving_threads_and_keeps_order_in_recursion():
+    arrivals = np.zeros((3, 3), bool)
+    arrivals[0, 2] = True  # threads at block 0 may still arrive at block 2
     pc = np.array([0, 2, 2, 1])
-    block, _ = policy.choose(policy.NUMPY_OPS, _plan(3, upstream=upstream), pc, np.zeros(3, int))
+    block, _ = policy.choose(policy.NUMPY_OPS, _plan(3, arrivals=arrivals), pc, np.zeros(3, int))
     assert block == 0
     recursive = np.array([True, True, False])
     block, _ = policy.choose(policy.NUMPY_OPS, _plan(3, recursive=recursive), pc, np.zeros(3, int))
     assert block == 0  # the lowest program counter, inside the recursion
+
+
+def test_the_numpy_scheduler_follows_the_staged_rule():
+    """`Scheduler` (plain Python, NumPy VM) and `choose` (array ops, staged loop) agree."""
+    rng = np.random.RandomState(0)
+    for trial in range(300):
+        halt = rng.randint(2, 7)
+        reach = rng.uniform(size=(halt, halt)) < 0.3
+        sync = tuple(b for b in range(halt) if rng.uniform() < 0.3)
+        onehots = tuple(np.arange(halt) == s for s in sync)
+        plan = policy.Plan(
+            halt, bool(trial % 3), 3, sync, tuple(reach[:, s] & ~o for s, o in zip(sync, onehots)),
+            onehots, rng.uniform(size=(halt, halt)) < 0.3, rng.uniform(size=halt) < 0.3,
+        )
+        scheduler = policy.Scheduler(plan)
+        wait = np.zeros(halt, np.int64)
+        for _ in range(6):
+            pc = rng.randint(0, halt + 1, size=rng.randint(1, 9))
+            expected, wait = policy.choose(policy.NUMPY_OPS, plan, pc, wait)
+            assert scheduler.next_block(pc) == expected
+            np.testing.assert_array_equal(scheduler.wait_array(), wait)

@@ -340,7 +340,7 @@ class Program:
     var_alloc: Mapping = dataclasses.field(default_factory=dict)
     graph: ControlFlowGraph | None = None
     entries: Mapping = dataclasses.field(default_factory=dict)
-    schedule: str = "lowest_pc"
+    schedule: str = "lowest_pc"  # what an unordered program means: lowest pc first
 
     def __post_init__(self):
         object.__setattr__(self, "var_types", _frozen_map(self.var_types))

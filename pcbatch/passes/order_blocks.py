@@ -16,9 +16,10 @@ Policies:
     so threads at different recursion depths meet at the same entry instead of
     trickling in; in a recursive tree builder this about halves the steps
     between two evaluations of the leaf.
-  ``most_threads``: dynamic (see ``vm/policy.py``): each step runs the block
-    holding the most threads, with a starvation bound; this pass keeps the
-    ``lowest_pc`` numbering, which breaks ties.
+  ``most_threads`` (the default): dynamic (see ``vm/policy.py``): each step
+    runs the block holding the most threads among those no thread can still
+    arrive at, with a starvation bound; this pass keeps the ``lowest_pc``
+    numbering, which breaks ties.
 
 The lowered program records its policy (``Program.schedule``), so the VM
 knows whether to choose blocks dynamically.
@@ -32,7 +33,9 @@ from __future__ import annotations
 from pcbatch.ir.nodes import ControlFlowGraph, PushGotoOp
 
 POLICIES = ("lowest_pc", "returns_first", "most_threads")
-DEFAULT = "lowest_pc"
+# The default does the least work over the benchmark corpus while never doing more than
+# lowest_pc on any program of it (benchmarks/policies.py; figures in benchmarks/README.md).
+DEFAULT = "most_threads"
 
 
 def check_policy(policy: str) -> str:

@@ -16,7 +16,8 @@ policy: results never depend on the policy, only the number of steps does.
   program counter), among blocks that no thread can still reach from strictly
   upstream (a block it can reach that can never reach it back), so threads at
   an ``if`` still join; inside a recursion (a cycle through a call) the lowest
-  program counter runs, as under ``lowest_pc``. Starvation bound: a block that
+  program counter runs, as under ``lowest_pc`` (a program that is all recursion
+  gets no plan, so no per-step cost). Starvation bound: a block that
   has held threads without running for `starvation_bound` steps runs next (the
   longest-waiting first).
 * sync blocks (``pcbatch.sync()``, labels ``f.syncN``): held back while any
@@ -48,7 +49,9 @@ class Plan:
     sync_blocks: tuple  # block indices
     sync_blockers: tuple  # per sync block: bool[halt], blocks that can still reach it
     sync_onehots: tuple  # per sync block: bool[halt], the block itself
-    upstream: np.ndarray  # [a, b]: b can run after a, but a never after b
+    #: [a, b]: threads at a may still arrive at b: b can run after a but a never after b,
+    #: or b follows a within one loop iteration (a path of forward edges)
+    arrivals: np.ndarray
     recursive: np.ndarray  # blocks on a cycle through a call
 
 
@@ -66,16 +69,18 @@ def plan_for(program) -> Plan | None:
         onehot = np.arange(halt) == s
         blockers.append(reach[:, s] & ~onehot)
         onehots.append(onehot)
-    upstream = reach & ~reach.T
+    arrivals = (reach & ~reach.T) | _reachability(program, forward_only=True)
     calls = np.array([isinstance(b.terminator, PushGotoOp) for b in blocks])
     recursive = (reach & reach.T & calls[None, :]).any(axis=1)
+    if recursive.all() and not sync:
+        return None  # most_threads keeps the lowest-pc order everywhere: no per-step cost
     return Plan(
-        halt, greedy, max(64, 8 * halt), sync, tuple(blockers), tuple(onehots), upstream,
+        halt, greedy, max(64, 8 * halt), sync, tuple(blockers), tuple(onehots), arrivals,
         recursive,
     )
 
 
-def _reachability(program) -> np.ndarray:
+def _reachability(program, forward_only: bool = False) -> np.ndarray:
     """``reach[a, b]``: block b can run after block a for the same thread (a transitive
     closure; a return may land at any call's continuation, so it reaches them all)."""
     graph = program.graph
@@ -91,6 +96,8 @@ def _reachability(program) -> np.ndarray:
         targets = [graph.index(t) for t in block.successors if t in graph]
         if isinstance(term, IndirectGotoOp):
             targets = landings
+        if forward_only:
+            targets = [t for t in targets if t > a]
         reach[a, targets] = True
     for k in range(n):  # Warshall: fine for the few hundred blocks of a program
         reach |= reach[:, k : k + 1] & reach[k : k + 1, :]
@@ -126,7 +133,7 @@ def _most_threads(ops, plan: Plan, counts, holding, eligible, wait):
     """The eligible block holding the most threads, waiting for threads still upstream,
     run in lowest-program-counter order inside recursion (measured: greedy choices there
     split the threads of a recursion tree and cost more steps)."""
-    gathered = eligible & ~ops.any_from(holding, plan.upstream)
+    gathered = eligible & ~ops.any_from(holding, plan.arrivals)
     eligible = ops.where(ops.any(gathered), gathered, eligible)
     lowest = ops.arange(plan.halt) == ops.argmax(eligible)
     in_recursion = ops.any(lowest & plan.recursive)
@@ -142,7 +149,7 @@ def initial_wait(ops, plan: Plan):
 
 
 class _NumpyOps:
-    """The operations `choose` uses, on NumPy arrays."""
+    """The operations `choose` uses, on NumPy arrays (tests check `Scheduler` against it)."""
 
     index_dtype = np.dtype(np.int64)
     where = staticmethod(np.where)
@@ -156,7 +163,7 @@ class _NumpyOps:
 
     @staticmethod
     def any_from(mask, matrix):
-        return mask @ matrix
+        return matrix[mask].any(axis=0)  # few blocks hold threads: rows, not a product
 
     @staticmethod
     def arange(size: int):
@@ -167,12 +174,53 @@ NUMPY_OPS = _NumpyOps()
 
 
 class Scheduler:
-    """The NumPy machine's chooser for one run: ``next_block(pc)`` keeps the wait counts."""
+    """The NumPy machine's chooser for one run: `choose`'s rule, in plain Python over the
+    few blocks that hold threads (array operations over every block would cost more than
+    many a step)."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
-        self.wait = initial_wait(NUMPY_OPS, plan)
+        self.wait: dict = {}  # block -> steps waited; blocks not here have waited 0
+        self.sync = {s: _rows(b) for s, b in zip(plan.sync_blocks, plan.sync_blockers)}
+        self.arrivals_from = [_rows(plan.arrivals[:, b]) for b in range(plan.halt)]
+        self.recursive = plan.recursive.tolist()
 
     def next_block(self, pc) -> int:
-        block, self.wait = choose(NUMPY_OPS, self.plan, np.asarray(pc), self.wait)
-        return int(block)
+        counts = np.bincount(np.asarray(pc), minlength=self.plan.halt + 1)
+        holding = np.flatnonzero(counts[: self.plan.halt]).tolist()
+        if not holding:
+            self.wait = {}
+            return self.plan.halt
+        block = holding[0] if len(holding) == 1 else self._pick(counts, holding)
+        self.wait = {b: self.wait.get(b, 0) + 1 for b in holding if b != block}
+        return block
+
+    def _pick(self, counts, holding: list) -> int:
+        plan, wait, present = self.plan, self.wait, set(holding)
+        eligible = [b for b in holding if not self._held_back(b, present)] or holding
+        if not plan.greedy:
+            return eligible[0]
+        eligible = [b for b in eligible if not self.arrivals_from[b] & present] or eligible
+        if self.recursive[eligible[0]]:
+            return eligible[0]
+        eligible = [b for b in eligible if not self.recursive[b]]
+        starving = [b for b in eligible if wait.get(b, 0) >= plan.starvation_bound]
+        if starving:
+            return max(starving, key=lambda b: (wait[b], -b))
+        return max(eligible, key=lambda b: (counts[b], -b))
+
+    def _held_back(self, block: int, present: set) -> bool:
+        blockers = self.sync.get(block)
+        if blockers is None or self.wait.get(block, 0) >= SYNC_WAIT_BOUND:
+            return False
+        return bool(blockers & present)
+
+    def wait_array(self) -> np.ndarray:
+        wait = np.zeros(self.plan.halt, np.int64)
+        for block, steps in self.wait.items():
+            wait[block] = steps
+        return wait
+
+
+def _rows(mask) -> frozenset:
+    return frozenset(np.flatnonzero(mask).tolist())
