@@ -13,13 +13,15 @@ halt index when none does), so every thread is eventually run whatever the
 policy: results never depend on the policy, only the number of steps does.
 
 * ``most_threads``: the block holding the most threads (ties: the lowest
-  program counter), among blocks that no thread can still reach from strictly
-  upstream (a block it can reach that can never reach it back), so threads at
-  an ``if`` still join; inside a recursion (a cycle through a call) the lowest
-  program counter runs, as under ``lowest_pc`` (a program that is all recursion
-  gets no plan, so no per-step cost). Starvation bound: a block that
-  has held threads without running for `starvation_bound` steps runs next (the
-  longest-waiting first).
+  program counter), among blocks no thread can still arrive at: neither from
+  strictly upstream (a block it can reach that can never reach it back) nor
+  along the forward edges of the current loop iteration. So threads at an
+  ``if`` still join, while threads that stay in one arm of a loop go round
+  without waiting for the others. Inside a recursion (a cycle through a call)
+  the lowest program counter runs, as under ``lowest_pc`` (a program that is
+  all recursion gets no plan, so no per-step cost). Starvation bound: a block
+  that has held threads without running for `starvation_bound` steps runs next
+  (the longest-waiting first).
 * sync blocks (``pcbatch.sync()``, labels ``f.syncN``): held back while any
   thread sits at a block from which the sync block is reachable, so threads
   gather there; never held back when only held-back blocks hold threads (no
@@ -130,8 +132,8 @@ def choose(ops, plan: Plan, pc, wait):
 
 
 def _most_threads(ops, plan: Plan, counts, holding, eligible, wait):
-    """The eligible block holding the most threads, waiting for threads still upstream,
-    run in lowest-program-counter order inside recursion (measured: greedy choices there
+    """The eligible block holding the most threads, waiting for threads still arriving,
+    in lowest-program-counter order inside recursion (measured: greedy choices there
     split the threads of a recursion tree and cost more steps)."""
     gathered = eligible & ~ops.any_from(holding, plan.arrivals)
     eligible = ops.where(ops.any(gathered), gathered, eligible)
