@@ -138,7 +138,8 @@ class TensorFlowBackend:
         return tf.range(size, dtype=tf.int32)
 
     def bincount(self, x, length: int):
-        return tf.math.bincount(x, minlength=length, maxlength=length, dtype=tf.int32)
+        # A segment sum, not tf.math.bincount, whose length XLA cannot take as a constant.
+        return tf.math.unsorted_segment_sum(tf.ones_like(x, tf.int32), x, length)
 
     def argmax(self, x):
         return tf.cast(tf.argmax(tf.convert_to_tensor(x), output_type=tf.int64), tf.int32)
