@@ -14,7 +14,7 @@ from pcbatch.errors import (
     TypeInferenceError,
     VerificationError,
 )
-from pcbatch.frontend.runtime import truthy
+from pcbatch.frontend.runtime import sync, truthy
 from pcbatch.ir.types import TensorType, Type, VariableAllocation
 from pcbatch.profiling import Profile, profile
 from pcbatch.vm.machine import StepLimitError
@@ -37,6 +37,7 @@ __all__ = [
     "VerificationError",
     "profile",
     "run",
+    "sync",
     "truthy",
 ]
 

@@ -73,8 +73,9 @@ class BatchedFunction:
       block_code_cache: a dict for compiled block code to live across calls
         (used by compiled backends; accepted and ignored on NumPy).
       max_steps: stop with `StepLimitError` after this many VM steps.
-      schedule: the block-ordering policy, "lowest_pc" (default) or "returns_first"
-        (see `pcbatch.passes.order_blocks`); results are the same under every policy.
+      schedule: the scheduling policy, "most_threads" (default), "lowest_pc" or
+        "returns_first" (see `pcbatch.passes.order_blocks`); results are the same
+        under every policy.
     """
 
     def __init__(self, context: Context, function: Callable, type_inference: Callable | None):

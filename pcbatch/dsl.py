@@ -386,6 +386,16 @@ class FunctionBuilder:
         self._pending_else = None
         self._start_block(exit_)
 
+    def sync(self) -> None:
+        """Ends the block here; what follows starts a sync block (``f.syncN``), where the
+        scheduler gathers threads before running it (see ``pcbatch/vm/policy.py``)."""
+        loc = self._here()
+        self._counter += 1
+        label = nodes.sync_label(self.name, self._counter)
+        self._pending_else = None
+        self._close_into(label, loc)
+        self._start_block(label)
+
     def _innermost_loop(self, what: str, loc: SourceLoc) -> tuple[str, str]:
         if not self._loops:
             raise ValueError(f"{self.name}: {what} at {loc} is not inside a loop")
@@ -460,7 +470,8 @@ def _forwarding(drafts: dict, entry: str) -> dict:
 
     def is_trampoline(label: str) -> bool:
         d = drafts[label]
-        return label != entry and not d.instructions and isinstance(d.terminator, GotoOp)
+        empty = not d.instructions and isinstance(d.terminator, GotoOp)
+        return empty and label != entry and not nodes.is_sync_label(label)
 
     resolved = {}
     for label in drafts:

@@ -28,6 +28,7 @@ MODES = {
     "stack": {},
     "stackless": {"stackless": True},
     "returns_first": {"schedule": "returns_first"},
+    "most_threads": {"schedule": "most_threads"},
 }
 MODES.update({name: {"backend": backends.backend(name)} for name in backends.BACKEND_NAMES[1:]})
 # Plain helpers that branch in Python on values run one example at a time on NumPy;

@@ -133,6 +133,16 @@ class JaxBackend:
     def reduce_min(self, x):
         return jnp.min(x)
 
+    def bincount(self, x, length: int):
+        return jnp.bincount(x, length=length).astype(self.index_dtype)
+
+    def argmax(self, x):
+        return jnp.argmax(x).astype(self.index_dtype)
+
+    def any_from(self, mask, matrix):
+        """Per column j: whether some row i has ``mask[i]`` and ``matrix[i, j]``."""
+        return jnp.matmul(mask.astype(jnp.int32), jnp.asarray(matrix, jnp.int32)) > 0
+
     def scatter_rows(self, stack, depth, values):
         """``stack[depth[b], b] = values[b]``; rows whose depth is out of range are skipped."""
         rows = jnp.arange(stack.shape[1])

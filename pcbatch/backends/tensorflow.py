@@ -134,6 +134,21 @@ class TensorFlowBackend:
     def reduce_min(self, x):
         return tf.reduce_min(x)
 
+    def arange(self, size: int):
+        return tf.range(size, dtype=tf.int32)
+
+    def bincount(self, x, length: int):
+        # A segment sum, not tf.math.bincount, whose length XLA cannot take as a constant.
+        return tf.math.unsorted_segment_sum(tf.ones_like(x, tf.int32), x, length)
+
+    def argmax(self, x):
+        return tf.cast(tf.argmax(tf.convert_to_tensor(x), output_type=tf.int64), tf.int32)
+
+    def any_from(self, mask, matrix):
+        """Per column j: whether some row i has ``mask[i]`` and ``matrix[i, j]``."""
+        columns = tf.constant(np.asarray(matrix, np.int32).T)
+        return tf.linalg.matvec(columns, tf.cast(mask, tf.int32)) > 0
+
     sanitize_inactive = True
 
     def fill_inactive(self, value, mask):

@@ -46,6 +46,18 @@ def logical_or(left, right):
     return select(left, left, right)
 
 
+def sync() -> None:
+    """Asks the scheduler to gather threads here before running what follows.
+
+    Written as a statement, ``pcbatch.sync()``, inside a batched function: the
+    compiler starts a new block at that point, and the VM holds back running it
+    while threads elsewhere can still reach it (see ``pcbatch/vm/policy.py``).
+    Results are the same with or without it. Called as a plain function (in
+    plain Python or ``dry_run``) it does nothing.
+    """
+    return None
+
+
 NAMESPACE = {
     "__pcb_truthy": truthy,
     "__pcb_select": select,

@@ -83,6 +83,21 @@ class Translator:
             return None
         return self.resolve_batched(node.func.id)
 
+    def is_sync(self, node: ast.expr) -> bool:
+        """Whether ``node`` calls `pcbatch.sync` (by any name or module path it has here)."""
+        if not isinstance(node, ast.Call):
+            return False
+        path, func = [], node.func
+        while isinstance(func, ast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name) or func.id in self.locals:
+            return False
+        value = self.namespace.get(func.id)
+        for attr in reversed(path):
+            value = getattr(value, attr, None)
+        return value is runtime.sync
+
     def error(self, node: ast.AST, message: str):
         return self.parsed.syntax_error(node, message)
 
@@ -101,6 +116,11 @@ class Translator:
     def stmt_Expr(self, stmt: ast.Expr) -> None:
         if isinstance(stmt.value, ast.Constant):
             return  # a docstring or a bare constant does nothing
+        if self.is_sync(stmt.value):
+            if stmt.value.args or stmt.value.keywords:
+                raise self.error(stmt.value, "pcbatch.sync() takes no arguments")
+            self.fb.sync()
+            return
         self.value(stmt.value)
 
     def stmt_Assign(self, stmt: ast.Assign) -> None:

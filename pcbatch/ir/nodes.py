@@ -23,6 +23,7 @@ place to tie a knot.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -40,6 +41,19 @@ class SourceLoc:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line} in {self.function}"
+
+
+_SYNC_LABEL = re.compile(r"\.sync\d+$")
+
+
+def sync_label(function: str, number: int) -> str:
+    """The label of the block that starts at a ``pcbatch.sync()`` point."""
+    return f"{function}.sync{number}"
+
+
+def is_sync_label(label: str) -> bool:
+    """Whether a block starts at a ``pcbatch.sync()`` point (the scheduler gathers there)."""
+    return _SYNC_LABEL.search(label) is not None
 
 
 def _identity_copy(*values):
@@ -314,7 +328,8 @@ class Program:
     ``var_types`` and ``var_alloc`` map variable names to their `Type` and
     `VariableAllocation`, once the passes that compute them have run.
     ``vars_in``/``vars_out`` are the entry function's parameters and results.
-    A lowered program's ``entries`` maps each function name to its entry label.
+    A lowered program's ``entries`` maps each function name to its entry label,
+    and ``schedule`` names the scheduling policy it was ordered for.
     """
 
     functions: tuple
@@ -325,6 +340,7 @@ class Program:
     var_alloc: Mapping = dataclasses.field(default_factory=dict)
     graph: ControlFlowGraph | None = None
     entries: Mapping = dataclasses.field(default_factory=dict)
+    schedule: str = "lowest_pc"  # what an unordered program means: lowest pc first
 
     def __post_init__(self):
         object.__setattr__(self, "var_types", _frozen_map(self.var_types))
@@ -334,6 +350,12 @@ class Program:
     @property
     def lowered(self) -> bool:
         return self.graph is not None
+
+    def __str__(self) -> str:
+        """The IR text with the user's file:line beside every block and instruction."""
+        from pcbatch.ir import printer
+
+        return printer.format_program(self, with_locs=True)
 
     def function(self, name: str) -> Function:
         for fn in self.functions:

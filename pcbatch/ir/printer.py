@@ -28,7 +28,9 @@ Instruction forms:
   ``push_goto L (return to R)`` ; ``indirect_goto`` ; ``halt``.
 
 With ``with_locs=True`` each line that has a SourceLoc ends in
-``  # file.py:12`` (base name only, so the text does not depend on checkouts).
+``  # file.py:12`` (base name only, so the text does not depend on checkouts),
+and each block's label line shows the user line where the block's code starts.
+``str(program)`` prints that way.
 """
 
 from __future__ import annotations
@@ -135,6 +137,21 @@ def format_loc(loc: SourceLoc | None) -> str:
     return f"{os.path.basename(loc.file)}:{loc.line}"
 
 
+def block_loc(block: Block) -> SourceLoc | None:
+    """The first user source location in a block (where its code starts), or None."""
+    return next(iter(_block_locs(block)), None)
+
+
+def _block_locs(block: Block) -> list:
+    ops = (*block.instructions, block.terminator)
+    return [op.loc for op in ops if getattr(op, "loc", None) is not None and op.loc.line]
+
+
+def source_lines(block: Block) -> tuple:
+    """The distinct ``file.py:line`` of a block's code, in order of first appearance."""
+    return tuple(dict.fromkeys(format_loc(loc) for loc in _block_locs(block)))
+
+
 def _line(indent: str, text: str, loc: SourceLoc | None, with_locs: bool) -> str:
     if with_locs and loc is not None:
         text = f"{text}  # {format_loc(loc)}"
@@ -150,7 +167,7 @@ def format_block(
 ) -> str:
     """A block: its label, then one line per instruction and the terminator."""
     inner = indent + _INDENT
-    lines = [f"{indent}{block.label}:"]
+    lines = [_line(indent, f"{block.label}:", block_loc(block), with_locs)]
     for op in block.instructions:
         lines.append(_line(inner, format_instruction(op, program), op.loc, with_locs))
     terminator = block.terminator

@@ -106,6 +106,7 @@ def sample(
     target_accept_prob: float = 0.8,
     first_chain: int = 0,
     first_draw: int = 0,
+    schedule: str = "returns_first",
 ) -> NutsResult:
     """Runs NUTS for every chain of ``initial_state`` (shape ``[num_chains, *event_shape]``).
 
@@ -125,6 +126,8 @@ def sample(
       first_chain: the chain index of the first chain (to split chains over calls).
       first_draw: the draw counter of the first draw (to continue a run: pass the
         previous call's ``first_draw + num_warmup + num_samples``).
+      schedule: the VM's scheduling policy (see ``pcbatch.passes.order_blocks``);
+        draws are identical under every policy, only the work differs.
     """
     _check_arguments(num_samples, num_warmup, max_tree_depth)
     value_and_grad = gradients.value_and_grad_for(target_log_prob_fn, value_and_grad, initial_state)
@@ -145,7 +148,7 @@ def sample(
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
     draws = np.full(num_chains, np.uint32(first_draw))
     # Returns first: chains unwinding their trees all meet before the next descent.
-    options = {"max_stack_depth": max_tree_depth + 2, "schedule": "returns_first"}
+    options = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
     start = time.perf_counter()

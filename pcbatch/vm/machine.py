@@ -1,8 +1,9 @@
 """The batched stack machine: runs a lowered program over a whole batch.
 
 Every batch member is a thread with its own program counter. Each step picks
-the lowest program counter held by any live thread, and runs that block for
-exactly the threads there (the backend's `Lanes`); all other threads wait.
+the lowest program counter held by any live thread (or, for a dynamic policy or
+a program with ``pcbatch.sync()`` points, the block `vm.policy` chooses), and
+runs that block for exactly the threads there (the backend's `Lanes`); all other threads wait.
 Calls push a return address on the program-counter stack and returns pop it;
 variables that a call must save have stacks of their own (see
 ``passes/allocate.py``). The loop is the backend's ``while_loop`` and the
@@ -15,6 +16,7 @@ recursion overflowed, with a depth measured to suffice.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +44,7 @@ from pcbatch.ir.types import (
     is_pattern_node,
     map_pattern,
 )
+from pcbatch.vm import policy
 
 DEFAULT_MAX_STACK_DEPTH = 15
 PC_TYPE = TensorType(np.dtype(np.int32), ())
@@ -387,7 +390,7 @@ def execute(
         owners=_owners(program),
     )
     if run.profile is not None:
-        run.profile.runs += 1
+        run.profile.start_run(program)
     _load_inputs(run, args)
     everyone = backend.all_lanes(batch_size)
     halt = len(program.graph)
@@ -406,20 +409,34 @@ def execute(
 
 def _loop(run: _Run, runners: list, halt: int, max_steps: int | None) -> None:
     backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
+    plan = policy.plan_for(run.program)
+    # Static policies without sync points: the lowest program counter, as the seed.
+    next_block = backend.next_block if plan is None else policy.Scheduler(plan).next_block
     steps = 0
     while True:
         pc = run.pc.read(everyone)
-        block = backend.next_block(pc)
+        block = next_block(pc)
         if block >= halt:
             return
         if max_steps is not None and steps >= max_steps:
             raise _step_limit_error(run, pc, halt, max_steps)
         lanes = backend.lanes_at(pc, block)
-        if run.profile is not None:
-            live = int(np.count_nonzero(np.asarray(pc) < halt))
-            run.profile.record_step(run.labels[block], live, run.batch_size)
-        runners[block](run, lanes)
+        if run.profile is None:
+            runners[block](run, lanes)
+        else:
+            _profiled_step(run, runners[block], block, lanes, pc, halt)
         steps += 1
+
+
+def _profiled_step(run: _Run, runner, block: int, lanes, pc, halt: int) -> None:
+    """Runs one block and records it, with its wall time (only while a profile is active)."""
+    live = int(np.count_nonzero(np.asarray(pc) < halt))
+    start = time.perf_counter()
+    runner(run, lanes)
+    seconds = time.perf_counter() - start
+    run.profile.record_step(
+        run.labels[block], live, run.batch_size, active=lanes.count, seconds=seconds
+    )
 
 
 def _step_limit_error(run: _Run, pc, halt: int, max_steps: int) -> StepLimitError:

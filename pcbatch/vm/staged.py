@@ -7,6 +7,10 @@ threads at that block); writes to registers are masked selects, and pushes and
 pops touch only the active rows of a stack (a scatter that drops inactive rows),
 never a copy of the whole stack.
 
+The block a step runs is the lowest program counter, or for a dynamic policy
+or a program with sync points the one `vm.policy.choose` picks (its per-block
+wait counts ride in the loop state).
+
 Stack overflow cannot raise inside the staged loop: it sets a flag (and records
 the block), the loop stops, and the caller raises after the run.
 """
@@ -38,6 +42,7 @@ from pcbatch.ir.types import (
     map_pattern,
     rebuild,
 )
+from pcbatch.vm import policy
 
 PC = "__pc__"
 _INDEX = TensorType(np.dtype(np.int32), ())
@@ -318,6 +323,7 @@ class StagedMachine:
         enabled = getattr(ops, "posts_writes", False)
         self.posted = PostedWrites(program, self.layout, ops, enabled)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
+        self.plan = policy.plan_for(program)  # None: the lowest program counter runs
         self.rows = None
 
     # -- stacks -----------------------------------------------------------------
@@ -421,6 +427,8 @@ class StagedMachine:
             "steps": ops.scalar_int(0),
             "posted": self.posted.empty(),
         }
+        if self.plan is not None:
+            state["wait"] = policy.initial_wait(ops, self.plan)
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
             state["block_lanes"] = ops.zeros((self.halt,), ops.index_dtype)
@@ -442,7 +450,11 @@ class StagedMachine:
             return going
 
         def step(s):
-            block = ops.reduce_min(s["pc"]["top"])
+            if self.plan is None:
+                block = ops.reduce_min(s["pc"]["top"])
+            else:
+                block, wait = policy.choose(ops, self.plan, s["pc"]["top"], s["wait"])
+                s = dict(s, wait=wait)
             if self.profiling:
                 s = dict(
                     s, live_sum=s["live_sum"] + ops.float(ops.count(s["pc"]["top"] < self.halt))
@@ -556,11 +568,11 @@ def _record(prof, program, staged, info, batch, backend) -> None:
     counts = backend.to_host(info["block_counts"])
     lanes = backend.to_host(info["block_lanes"])
     steps = int(backend.to_host(info["steps"]))
-    prof.runs += 1
+    prof.start_run(program)
     prof.block_executions += steps
     for block, n, active in zip(program.graph.blocks, counts, lanes):
         if n:
-            prof.block_counts[block.label] += int(n)
+            prof.record_block_totals(block.label, int(n), int(active), batch)
             for op in block.instructions:
                 if isinstance(op, PrimOp) and not op.is_copy:
                     prof.primitive_counts[op.label] += int(n)

@@ -1,0 +1,228 @@
+"""Dynamic scheduling: which block a VM step runs, chosen from the live program counters.
+
+The static policies (``lowest_pc``, ``returns_first``; see
+``passes/order_blocks.py``) number the blocks so that "run the lowest program
+counter" is the policy; a run under one of them with no `sync` point never
+comes here (no plan, no cost). A *plan* exists when the program's policy is
+dynamic or the program has sync blocks; each step then calls `choose` with the
+program counters of every thread and a per-block wait count, on NumPy or inside
+the staged loop (the same code: ``ops`` supplies the few array operations).
+
+Contract of `choose`: it returns a block that holds at least one thread (or the
+halt index when none does), so every thread is eventually run whatever the
+policy: results never depend on the policy, only the number of steps does.
+
+* ``most_threads``: the block holding the most threads (ties: the lowest
+  program counter), among blocks no thread can still arrive at: neither from
+  strictly upstream (a block it can reach that can never reach it back) nor
+  along the forward edges of the current loop iteration. So threads at an
+  ``if`` still join, while threads that stay in one arm of a loop go round
+  without waiting for the others. Inside a recursion (a cycle through a call)
+  the lowest program counter runs, as under ``lowest_pc`` (a program that is
+  all recursion gets no plan, so no per-step cost). Starvation bound: a block
+  that has held threads without running for `starvation_bound` steps runs next
+  (the longest-waiting first).
+* sync blocks (``pcbatch.sync()``, labels ``f.syncN``): held back while any
+  thread sits at a block from which the sync block is reachable, so threads
+  gather there; never held back when only held-back blocks hold threads (no
+  deadlock), nor after `SYNC_WAIT_BOUND` steps of waiting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from pcbatch.ir.nodes import IndirectGotoOp, PushGotoOp, is_sync_label
+
+DYNAMIC = ("most_threads",)
+#: steps a sync block with threads may be held back before it runs anyway
+SYNC_WAIT_BOUND = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What `choose` needs, fixed per lowered program."""
+
+    halt: int
+    greedy: bool
+    starvation_bound: int
+    sync_blocks: tuple  # block indices
+    sync_blockers: tuple  # per sync block: bool[halt], blocks that can still reach it
+    sync_onehots: tuple  # per sync block: bool[halt], the block itself
+    #: [a, b]: threads at a may still arrive at b: b can run after a but a never after b,
+    #: or b follows a within one loop iteration (a path of forward edges)
+    arrivals: np.ndarray
+    recursive: np.ndarray  # blocks on a cycle through a call
+
+
+def plan_for(program) -> Plan | None:
+    """The plan for a lowered program, or None when plain lowest-pc-first suffices."""
+    blocks = program.graph.blocks
+    sync = tuple(i for i, b in enumerate(blocks) if is_sync_label(b.label))
+    greedy = getattr(program, "schedule", "lowest_pc") in DYNAMIC
+    if not greedy and not sync:
+        return None
+    halt = len(blocks)
+    reach = _reachability(program)
+    blockers, onehots = [], []
+    for s in sync:
+        onehot = np.arange(halt) == s
+        blockers.append(reach[:, s] & ~onehot)
+        onehots.append(onehot)
+    arrivals = (reach & ~reach.T) | _reachability(program, forward_only=True)
+    calls = np.array([isinstance(b.terminator, PushGotoOp) for b in blocks])
+    recursive = (reach & reach.T & calls[None, :]).any(axis=1)
+    if recursive.all() and not sync:
+        return None  # most_threads keeps the lowest-pc order everywhere: no per-step cost
+    return Plan(
+        halt, greedy, max(64, 8 * halt), sync, tuple(blockers), tuple(onehots), arrivals,
+        recursive,
+    )
+
+
+def _reachability(program, forward_only: bool = False) -> np.ndarray:
+    """``reach[a, b]``: block b can run after block a for the same thread (a transitive
+    closure; a return may land at any call's continuation, so it reaches them all)."""
+    graph = program.graph
+    n = len(graph)
+    landings = [
+        graph.index(b.terminator.return_target)
+        for b in graph
+        if isinstance(b.terminator, PushGotoOp)
+    ]
+    reach = np.zeros((n, n), bool)
+    for a, block in enumerate(graph):
+        term = block.terminator
+        targets = [graph.index(t) for t in block.successors if t in graph]
+        if isinstance(term, IndirectGotoOp):
+            targets = landings
+        if forward_only:
+            targets = [t for t in targets if t > a]
+        reach[a, targets] = True
+    for k in range(n):  # Warshall: fine for the few hundred blocks of a program
+        reach |= reach[:, k : k + 1] & reach[k : k + 1, :]
+    return reach
+
+
+def choose(ops, plan: Plan, pc, wait):
+    """(the block to run, the new wait counts) for one VM step.
+
+    Args:
+      ops: array operations (`NUMPY_OPS`, or a staged backend).
+      plan: from `plan_for`.
+      pc: every thread's program counter (``plan.halt`` for halted threads).
+      wait: per block, the steps it has held threads without running.
+    """
+    counts = ops.bincount(pc, plan.halt + 1)[: plan.halt]
+    holding = counts > 0
+    eligible = holding
+    for s, blockers, onehot in zip(plan.sync_blocks, plan.sync_blockers, plan.sync_onehots):
+        held_back = ops.any(holding & blockers) & (wait[s] < SYNC_WAIT_BOUND)
+        eligible = eligible & ~(held_back & onehot)
+    eligible = ops.where(ops.any(eligible), eligible, holding)  # never a deadlock
+    if plan.greedy:
+        block = _most_threads(ops, plan, counts, holding, eligible, wait)
+    else:
+        block = ops.argmax(eligible)  # the first eligible: the lowest program counter
+    block = ops.where(ops.any(holding), block, plan.halt)
+    waited = holding & (ops.arange(plan.halt) != block)
+    return block, ops.where(waited, wait + 1, 0)
+
+
+def _most_threads(ops, plan: Plan, counts, holding, eligible, wait):
+    """The eligible block holding the most threads, waiting for threads still arriving,
+    in lowest-program-counter order inside recursion (measured: greedy choices there
+    split the threads of a recursion tree and cost more steps)."""
+    gathered = eligible & ~ops.any_from(holding, plan.arrivals)
+    eligible = ops.where(ops.any(gathered), gathered, eligible)
+    lowest = ops.arange(plan.halt) == ops.argmax(eligible)
+    in_recursion = ops.any(lowest & plan.recursive)
+    eligible = ops.where(in_recursion, lowest, eligible & ~plan.recursive)
+    starving = eligible & (wait >= plan.starvation_bound)
+    score = ops.where(eligible, counts, -1)
+    score = ops.where(ops.any(starving), ops.where(starving, wait, -1), score)
+    return ops.argmax(score)
+
+
+def initial_wait(ops, plan: Plan):
+    return ops.zeros((plan.halt,), ops.index_dtype)
+
+
+class _NumpyOps:
+    """The operations `choose` uses, on NumPy arrays (tests check `Scheduler` against it)."""
+
+    index_dtype = np.dtype(np.int64)
+    where = staticmethod(np.where)
+    any = staticmethod(np.any)
+    argmax = staticmethod(np.argmax)
+    zeros = staticmethod(np.zeros)
+
+    @staticmethod
+    def bincount(x, length: int):
+        return np.bincount(x, minlength=length)
+
+    @staticmethod
+    def any_from(mask, matrix):
+        return matrix[mask].any(axis=0)  # few blocks hold threads: rows, not a product
+
+    @staticmethod
+    def arange(size: int):
+        return np.arange(size)
+
+
+NUMPY_OPS = _NumpyOps()
+
+
+class Scheduler:
+    """The NumPy machine's chooser for one run: `choose`'s rule, in plain Python over the
+    few blocks that hold threads (array operations over every block would cost more than
+    many a step)."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.wait: dict = {}  # block -> steps waited; blocks not here have waited 0
+        self.sync = {s: _rows(b) for s, b in zip(plan.sync_blocks, plan.sync_blockers)}
+        self.arrivals_from = [_rows(plan.arrivals[:, b]) for b in range(plan.halt)]
+        self.recursive = plan.recursive.tolist()
+
+    def next_block(self, pc) -> int:
+        counts = np.bincount(np.asarray(pc), minlength=self.plan.halt + 1)
+        holding = np.flatnonzero(counts[: self.plan.halt]).tolist()
+        if not holding:
+            self.wait = {}
+            return self.plan.halt
+        block = holding[0] if len(holding) == 1 else self._pick(counts, holding)
+        self.wait = {b: self.wait.get(b, 0) + 1 for b in holding if b != block}
+        return block
+
+    def _pick(self, counts, holding: list) -> int:
+        plan, wait, present = self.plan, self.wait, set(holding)
+        eligible = [b for b in holding if not self._held_back(b, present)] or holding
+        if not plan.greedy:
+            return eligible[0]
+        eligible = [b for b in eligible if not self.arrivals_from[b] & present] or eligible
+        if self.recursive[eligible[0]]:
+            return eligible[0]
+        eligible = [b for b in eligible if not self.recursive[b]]
+        starving = [b for b in eligible if wait.get(b, 0) >= plan.starvation_bound]
+        if starving:
+            return max(starving, key=lambda b: (wait[b], -b))
+        return max(eligible, key=lambda b: (counts[b], -b))
+
+    def _held_back(self, block: int, present: set) -> bool:
+        blockers = self.sync.get(block)
+        if blockers is None or self.wait.get(block, 0) >= SYNC_WAIT_BOUND:
+            return False
+        return bool(blockers & present)
+
+    def wait_array(self) -> np.ndarray:
+        wait = np.zeros(self.plan.halt, np.int64)
+        for block, steps in self.wait.items():
+            wait[block] = steps
+        return wait
+
+
+def _rows(mask) -> frozenset:
+    return frozenset(np.flatnonzero(mask).tolist())
