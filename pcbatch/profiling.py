@@ -31,6 +31,10 @@ class Profile:
     block_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     #: per primitive: threads that ran it, summed over its executions
     primitive_lanes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    #: per device of a sharded JAX run (a mesh position; 0 otherwise): its VM steps
+    shard_block_executions: collections.Counter = dataclasses.field(
+        default_factory=collections.Counter
+    )
 
     @property
     def lane_utilization(self) -> float:
