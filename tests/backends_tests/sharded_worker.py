@@ -90,7 +90,9 @@ def corpus_entries():
     from tests.programs.python_corpus import NUMPY_ONLY, PY_CORPUS
 
     entries = [
-        (p.name, p.fn, p.make_args, p.max_stack_depth) for p in PY_CORPUS if p.name not in NUMPY_ONLY
+        (p.name, p.fn, p.make_args, p.max_stack_depth)
+        for p in PY_CORPUS
+        if p.name not in NUMPY_ONLY
     ]
     ints = lambda hi: lambda rng, n: [rng.randint(0, hi, size=n)]
     entries += [
@@ -113,17 +115,21 @@ def check_corpus(batch: int, devices: int, identical: str) -> None:
 
     single, split = JaxBackend(), sharded(devices)
     for name, fn, make_args, depth in corpus_entries():
+        args = make_args(np.random.RandomState(batch), batch)
+        one_device = single if identical == "all" or name.startswith("examples.") else None
+        report(name, corpus_case(fn, args, depth, split, one_device))
 
-        def case():
-            args = make_args(np.random.RandomState(batch), batch)
-            actual = fn(*args, backend=split, max_stack_depth=depth)
-            if identical == "all" or name.startswith("examples."):
-                assert_identical(actual, fn(*args, backend=single, max_stack_depth=depth))
-            truth = fn(*args, dry_run=True)
-            for a, t in zip(_leaves(actual), _leaves(truth), strict=True):
-                np.testing.assert_allclose(np.asarray(a), np.asarray(t), rtol=1e-9, atol=1e-6)
 
-        report(name, case)
+def corpus_case(fn, args, depth, split, one_device):
+    def case():
+        actual = fn(*args, backend=split, max_stack_depth=depth)
+        if one_device is not None:
+            assert_identical(actual, fn(*args, backend=one_device, max_stack_depth=depth))
+        truth = fn(*args, dry_run=True)
+        for a, t in zip(_leaves(actual), _leaves(truth), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(t), rtol=1e-9, atol=1e-6)
+
+    return case
 
 
 def _leaves(value) -> list:
