@@ -57,7 +57,7 @@ def _start(*args, devices: int = DEVICES) -> subprocess.Popen:
     )
 
 
-def _cases(process: subprocess.Popen, timeout: float = 400) -> dict:
+def _cases(process: subprocess.Popen, timeout: float = 500) -> dict:
     """The worker's cases -> error (None if passed); fails if the worker itself failed."""
     out, err = process.communicate(timeout=timeout)
     cases = {}
@@ -74,18 +74,7 @@ def _assert_all_pass(cases: dict) -> None:
     assert not failed, "\n".join(f"--- {case}\n{error}" for case, error in failed.items())
 
 
-@pytest.mark.parametrize("check", ["layout", "flags", "hlo", "nuts"])
-def test_sharded_runs(check):
-    """Results laid out as asked, per-shard counts, flags, no collectives in the loop, NUTS."""
-    cases = _cases(_start(check, DEVICES))
-    _assert_all_pass(cases)
-
-
-def test_the_corpus_sharded_equals_the_one_device_run():
-    """Batch 7 on 4 devices: uneven shards, one of them with a single thread."""
-    cases = _cases(_start("corpus", DEVICES, 7, "all" if FULL else "examples"))
-    assert len(cases) >= 50
-    _assert_all_pass(cases)
+CHECKS = ["layout", "flags", "hlo", "nuts"]
 
 
 def _free_port() -> int:
@@ -94,17 +83,39 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_two_processes_on_loopback_equal_one_process():
-    """``jax.distributed.initialize`` with two CPU processes of two devices each."""
+@pytest.fixture(scope="module")
+def workers():
+    """Every worker started at once (each compiles on one core; CI has two)."""
     port = _free_port()
-    workers = [_start("multiprocess", p, 2, port, 2, devices=2) for p in range(2)]
-    try:
-        results = [_cases(w, timeout=300) for w in workers]
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-    for cases in results:
+    started = {check: [_start(check, DEVICES)] for check in CHECKS}
+    started["corpus"] = [_start("corpus", DEVICES, 7, "all" if FULL else "examples")]
+    # jax.distributed.initialize: two CPU processes of two devices each, on loopback
+    started["multiprocess"] = [_start("multiprocess", p, 2, port, 2, devices=2) for p in (0, 1)]
+    yield started
+    for processes in started.values():
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_sharded_runs(workers, check):
+    """Results laid out as asked, per-shard counts, flags, no collectives in the loop, NUTS."""
+    _assert_all_pass(_cases(workers[check][0]))
+
+
+def test_the_corpus_sharded_equals_the_one_device_run(workers):
+    """Batch 7 on 4 devices: uneven shards, one of them with a single thread."""
+    cases = _cases(workers["corpus"][0])
+    assert len(cases) >= 50
+    _assert_all_pass(cases)
+
+
+def test_two_processes_on_loopback_equal_one_process(workers):
+    """The same calls in two processes under ``jax.distributed`` equal one process's run."""
+    for process in workers["multiprocess"]:
+        cases = _cases(process)
         assert len(cases) == 2
         _assert_all_pass(cases)
 
