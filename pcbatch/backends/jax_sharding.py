@@ -70,8 +70,8 @@ class BatchSharding:
         """What a compiled sharded run depends on besides the program and its inputs."""
         return (self.mesh, self.axis, self.gather)
 
-    def build(self, traced: Callable, batch: int, shard_size: int) -> Callable:
-        """The jitted sharded run of ``traced`` (``(inputs, live) -> (outputs, info)``)."""
+    def build(self, traced: Callable, batch: int, shard_size: int) -> ShardedRun:
+        """The sharded run of ``traced`` (``(inputs, live) -> (outputs, info)``)."""
         mesh, axis, batch_spec = self.mesh, self.axis, P(self.axis)
         padded = shard_size * self.devices
 
@@ -103,7 +103,29 @@ class BatchSharding:
             layout = NamedSharding(mesh, batch_spec)
         else:  # jax arrays cannot be sharded unevenly
             layout = None
-        return jax.jit(run, out_shardings=(layout, replicated))
+        return ShardedRun(jax.jit(run, out_shardings=(layout, replicated)), mesh)
+
+
+class ShardedRun:
+    """The jitted sharded run; arrays committed to devices outside the mesh are moved in
+    first (jit refuses arguments that live on other devices than its computation)."""
+
+    def __init__(self, jitted, mesh: Mesh):
+        self.jitted = jitted
+        self.devices = set(mesh.devices.flat)
+        self.replicated = NamedSharding(mesh, P())
+
+    def __call__(self, inputs):
+        return self.jitted(jax.tree_util.tree_map(self._onto_mesh, inputs))
+
+    def lower(self, inputs):
+        return self.jitted.lower(jax.tree_util.tree_map(self._onto_mesh, inputs))
+
+    def _onto_mesh(self, x):
+        concrete = isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+        if concrete and x.committed and x.sharding.device_set != self.devices:
+            return jax.device_put(x, self.replicated)
+        return x
 
 
 def _is_batched(x, batch: int) -> bool:

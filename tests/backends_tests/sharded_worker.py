@@ -196,8 +196,33 @@ def check_layout(devices: int) -> None:
         truth = examples.build_tree(np.full(10, 3), np.arange(10), dry_run=True)
         assert_identical(tuple(np.asarray(o) for o in out), tuple(np.asarray(t) for t in truth))
 
+    def inputs_from_anywhere():
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        explicit = jax.make_mesh((devices,), ("batch",))  # Explicit axes, unlike sharded()
+        placed = {
+            "host": x,
+            "default device": jax.numpy.asarray(x),
+            "last device": jax.device_put(x, jax.devices()[devices - 1]),
+            "sharded": jax.device_put(x, NamedSharding(explicit, P("batch"))),
+        }
+        for mesh_kind, backend in (
+            ("auto", sharded(devices)),
+            ("explicit", pcbatch.JaxBackend(mesh=explicit, axis="batch")),
+        ):
+            for where, arg in placed.items():
+                out = examples.collatz(arg, backend=backend)
+                message = f"{mesh_kind} mesh, input on {where}"
+                np.testing.assert_array_equal(np.asarray(out), truth, err_msg=message)
+
+    def inside_a_users_jit():
+        backend = sharded(devices)
+        twice = jax.jit(lambda a: 2 * examples.collatz(a, backend=backend))
+        np.testing.assert_array_equal(np.asarray(twice(x[:-1])), 2 * truth[:-1])
+
     for case in (stays_sharded, gathered, per_shard_counts, padding_never_runs,
-                 per_example_arguments_broadcast):
+                 per_example_arguments_broadcast, inputs_from_anywhere, inside_a_users_jit):
         report(case.__name__, case)
 
 
