@@ -46,20 +46,25 @@ def _env(devices: int) -> dict:
     return env
 
 
-def _start(*args, devices: int = DEVICES) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *map(str, args)],
-        env=_env(devices),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _start(log: pathlib.Path, *args, devices: int = DEVICES) -> subprocess.Popen:
+    # Output to files, not pipes: workers run side by side, and one that filled a
+    # pipe nobody reads yet would stall.
+    with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
+        process = subprocess.Popen(
+            [sys.executable, str(WORKER), *map(str, args)],
+            env=_env(devices),
+            cwd=ROOT,
+            stdout=out,
+            stderr=err,
+        )
+    process.log = log
+    return process
 
 
-def _cases(process: subprocess.Popen, timeout: float = 500) -> dict:
+def _cases(process: subprocess.Popen, timeout: float = 580) -> dict:
     """The worker's cases -> error (None if passed); fails if the worker itself failed."""
-    out, err = process.communicate(timeout=timeout)
+    process.wait(timeout=timeout)
+    out, err = (pathlib.Path(f"{process.log}.{kind}").read_text() for kind in ("out", "err"))
     cases = {}
     for line in out.splitlines():
         if line.startswith("{"):
@@ -84,19 +89,22 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def workers():
+def workers(tmp_path_factory):
     """Every worker started at once (each compiles on one core; CI has two)."""
-    port = _free_port()
-    started = {check: [_start(check, DEVICES)] for check in CHECKS}
-    started["corpus"] = [_start("corpus", DEVICES, 7, "all" if FULL else "examples")]
+    logs, port = tmp_path_factory.mktemp("sharding"), _free_port()
+    started = {check: [_start(logs / check, check, DEVICES)] for check in CHECKS}
+    identical = "all" if FULL else "examples"
+    started["corpus"] = [_start(logs / "corpus", "corpus", DEVICES, 7, identical)]
     # jax.distributed.initialize: two CPU processes of two devices each, on loopback
-    started["multiprocess"] = [_start("multiprocess", p, 2, port, 2, devices=2) for p in (0, 1)]
+    started["multiprocess"] = [
+        _start(logs / f"process{p}", "multiprocess", p, 2, port, 2, devices=2) for p in (0, 1)
+    ]
     yield started
     for processes in started.values():
         for process in processes:
             if process.poll() is None:
                 process.kill()
-                process.communicate()
+                process.wait()
 
 
 @pytest.mark.parametrize("check", CHECKS)
