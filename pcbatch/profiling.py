@@ -31,7 +31,8 @@ class Profile:
     block_counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     #: per primitive: threads that ran it, summed over its executions
     primitive_lanes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
-    #: per device of a sharded JAX run (a mesh position; 0 otherwise): its VM steps
+    #: compiled backends: VM steps per device (its position along the mesh axis of a
+    #: sharded JAX run; 0 without a mesh)
     shard_block_executions: collections.Counter = dataclasses.field(
         default_factory=collections.Counter
     )
