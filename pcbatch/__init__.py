@@ -42,3 +42,12 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # pcbatch.JaxBackend imports JAX only when asked for (NumPy users never pay for it).
+    if name == "JaxBackend":
+        from pcbatch.backends.jax import JaxBackend
+
+        return JaxBackend
+    raise AttributeError(f"module 'pcbatch' has no attribute {name!r}")

@@ -90,6 +90,11 @@ class Profile:
     block_lines: dict = dataclasses.field(default_factory=dict)
     #: the fraction of lanes active at each VM step (NumPy only), decimated
     utilization_series: Series = dataclasses.field(default_factory=Series)
+    #: compiled backends: VM steps per device (its position along the mesh axis of a
+    #: sharded JAX run; 0 without a mesh)
+    shard_block_executions: collections.Counter = dataclasses.field(
+        default_factory=collections.Counter
+    )
 
     @property
     def lane_utilization(self) -> float:

@@ -21,7 +21,7 @@ if getattr(pcbatch, "Context", None) is None:
     pytest.skip("pcbatch.Context (the Python frontend) does not exist yet", allow_module_level=True)
 
 from tests import backends  # noqa: E402
-from tests.programs.python_corpus import PY_CORPUS, PY_CORPUS_BY_NAME  # noqa: E402
+from tests.programs.python_corpus import NUMPY_ONLY, PY_CORPUS, PY_CORPUS_BY_NAME  # noqa: E402
 
 BATCH_SIZES = (1, 2, 37)
 MODES = {
@@ -31,10 +31,6 @@ MODES = {
     "most_threads": {"schedule": "most_threads"},
 }
 MODES.update({name: {"backend": backends.backend(name)} for name in backends.BACKEND_NAMES[1:]})
-# Plain helpers that branch in Python on values run one example at a time on NumPy;
-# vmap cannot do that, so on compiled backends these programs are rejected (tested in
-# tests/frontend/test_errors.py).
-NUMPY_ONLY = {"guarded_lookup", "guarded_div", "first_big"}
 
 
 def _structure(value):

@@ -7,6 +7,10 @@ buffers in place instead of copying a whole stack per step (the trap of a
 vmapped ``while_loop``, jax#13522). Primitives written for one example are
 vectorized with ``jax.vmap``.
 
+``JaxBackend(mesh=..., axis=...)`` splits the batch over the devices of a
+``jax.sharding.Mesh``, every device running its own VM on its share of the threads
+(``pcbatch/backends/jax_sharding.py``; docs/scale-out.md).
+
 Dtypes follow JAX's configuration: without ``jax_enable_x64``, int64 and
 float64 arguments run as int32 and float32.
 """
@@ -22,6 +26,7 @@ import numpy as np
 from jax import lax
 
 from pcbatch.backends import base, numpy_dispatch
+from pcbatch.backends.jax_sharding import BatchSharding
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.setitem import align
 from pcbatch.ir.types import TensorType, Type, map_pattern
@@ -32,14 +37,27 @@ def _canonical(dtype) -> np.dtype:
 
 
 class JaxBackend:
-    """Runs batched programs as one jitted XLA computation (CPU, GPU or TPU)."""
+    """Runs batched programs as one jitted XLA computation (CPU, GPU or TPU).
+
+    Args:
+      mesh: a ``jax.sharding.Mesh`` to split every call's batch over (None: one
+        device, JAX's default). Each device runs its own VM and scheduler on its
+        share of the threads, with no communication until the loop ends.
+      axis: the mesh axis (or tuple of axes) the batch is split along; may be left
+        out for a mesh with one axis.
+      gather: return results replicated on every device (and every process)
+        instead of sharded along ``axis``.
+    """
 
     name = "jax"
     gathers_active_rows = False
     staged = True
     index_dtype = np.dtype(np.int32)
 
-    def __init__(self):
+    def __init__(self, mesh=None, axis=None, gather: bool = False):
+        if mesh is None and (axis is not None or gather):
+            raise ValueError("axis= and gather= shard the batch over a mesh: pass mesh= too")
+        self.sharding = None if mesh is None else BatchSharding(mesh, axis, gather)
         self._types = NumpyBackend()
         self.compile_cache: dict = {}
         self.traces = 0  # how many times a program was traced (tests count retraces)

@@ -394,7 +394,8 @@ class StagedMachine:
         return state
 
     # -- the loop -------------------------------------------------------------------
-    def initial_state(self, inputs: list) -> dict:
+    def initial_state(self, inputs: list, live=None) -> dict:
+        """The state before the first step; threads not in ``live`` (padding) start halted."""
         ops, layout = self.ops, self.layout
         b, depth = layout.batch_size, layout.max_stack_depth
         variables = {}
@@ -410,8 +411,11 @@ class StagedMachine:
                 continue
             for (key, t), leaf in zip(layout.leaves[name], flatten(value)):
                 variables[key] = dict(variables[key], top=ops.place(leaf, b, t, True))
+        start = ops.full_pc(b, 0)
+        if live is not None:
+            start = ops.where(live, start, ops.full_pc(b, self.halt))
         pc = {
-            "top": ops.full_pc(b, 0),
+            "top": start,
             "stack": ops.zeros((depth + 1, b), ops.index_dtype),
             "depth": ops.full_pc(b, 1) if b else ops.zeros((b,), ops.index_dtype),
         }
@@ -437,10 +441,10 @@ class StagedMachine:
             state["prim_count"] = ops.scalar_int(0)
         return state
 
-    def run(self, inputs: list):
+    def run(self, inputs: list, live=None):
         """The staged computation: inputs -> (outputs, final state)."""
         ops = self.ops
-        state = self.initial_state(inputs)
+        state = self.initial_state(inputs, live)
 
         def keep_going(s):
             live = ops.any(s["pc"]["top"] < self.halt)
@@ -509,12 +513,18 @@ def execute(
     signature = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", ""))) for x in flatten(inputs))
     key = (id(program), batch, signature, max_stack_depth, max_steps, prof is not None)
     cache = backend.compile_cache if cache is None else cache
+    sharding = getattr(backend, "sharding", None) if batch else None
+    if sharding is not None:
+        key += sharding.key()
     entry = cache.get(key)
     if entry is None or entry[0] is not program:
-        staged = StagedMachine(
-            program, backend, batch, max_stack_depth, prof is not None, max_steps
-        )
-        entry = (program, backend.jit(_traced(staged, backend)), staged)
+        size = batch if sharding is None else sharding.shard_size(batch)
+        staged = StagedMachine(program, backend, size, max_stack_depth, prof is not None, max_steps)
+        if sharding is None:
+            compiled = backend.jit(_traced(staged, backend))
+        else:  # every device runs this machine on its share of the batch
+            compiled = sharding.build(_traced(staged, backend), batch, size)
+        entry = (program, compiled, staged)
         cache[key] = entry
     _, compiled, staged = entry
     outputs, info = compiled(inputs)
@@ -523,14 +533,14 @@ def execute(
     if getattr(backend, "safety_checks", True):
         _check(program, staged, info, args, max_stack_depth, max_steps, backend)
     if prof is not None:
-        _record(prof, program, staged, info, batch, backend)
+        _record(prof, program, staged, info, backend)
     return outputs[0] if len(outputs) == 1 else outputs
 
 
 def _traced(staged: StagedMachine, backend):
-    def run(inputs):
+    def run(inputs, live=None):
         backend.traces += 1  # runs only while tracing: counts compilations
-        outputs, final = staged.run(inputs)
+        outputs, final = staged.run(inputs, live)
         info = {k: v for k, v in final.items() if k not in ("vars", "pc", "posted")}
         info["pc"] = final["pc"]["top"]
         return outputs, info
@@ -564,12 +574,16 @@ def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> 
         )
 
 
-def _record(prof, program, staged, info, batch, backend) -> None:
+def _record(prof, program, staged, info, backend) -> None:
+    batch = staged.layout.batch_size  # lanes per device when the batch is sharded
     counts = backend.to_host(info["block_counts"])
     lanes = backend.to_host(info["block_lanes"])
     steps = int(backend.to_host(info["steps"]))
     prof.start_run(program)
-    prof.block_executions += steps
+    prof.block_executions += steps  # summed over devices when the batch is sharded
+    shard_steps = backend.to_host(info["shard_steps"]) if "shard_steps" in info else [steps]
+    for shard, n in enumerate(shard_steps):
+        prof.shard_block_executions[shard] += int(n)
     for block, n, active in zip(program.graph.blocks, counts, lanes):
         if n:
             prof.record_block_totals(block.label, int(n), int(active), batch)

@@ -1447,5 +1447,10 @@ PY_CORPUS += [
     ),
 ]
 
+# Plain helpers that branch in Python on values run one example at a time on NumPy;
+# vmap cannot do that, so on compiled backends these programs are rejected (tested in
+# tests/frontend/test_errors.py).
+NUMPY_ONLY = {"guarded_lookup", "guarded_div", "first_big"}
+
 PY_CORPUS_BY_NAME = {p.name: p for p in PY_CORPUS}
 assert len(PY_CORPUS_BY_NAME) == len(PY_CORPUS), "duplicate corpus names"
