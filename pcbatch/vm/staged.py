@@ -307,6 +307,7 @@ class StagedMachine:
         max_stack_depth: int,
         profiling: bool,
         max_steps: int | None,
+        refill_count: int | None = None,
     ):
         self.program = program
         self.ops = ops
@@ -319,6 +320,13 @@ class StagedMachine:
         self.posted = PostedWrites(program, self.layout, ops, enabled)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
         self.rows = None
+        # With refill, `inputs` hold every pending input and the lanes are refilled
+        # after each step (`pcbatch.vm.refill`).
+        self.refill = None
+        if refill_count is not None:
+            from pcbatch.vm.refill import StagedRefill
+
+            self.refill = StagedRefill(self, refill_count)
 
     # -- stacks -----------------------------------------------------------------
     def push(self, leaf: dict, value, mask, slot=None):
@@ -391,6 +399,9 @@ class StagedMachine:
     def initial_state(self, inputs: list) -> dict:
         ops, layout = self.ops, self.layout
         b, depth = layout.batch_size, layout.max_stack_depth
+        pending = inputs
+        if self.refill is not None:
+            inputs = self.refill.first_inputs(inputs)
         variables = {}
         for keys in layout.leaves.values():
             for key, t in keys:
@@ -421,6 +432,8 @@ class StagedMachine:
             "steps": ops.scalar_int(0),
             "posted": self.posted.empty(),
         }
+        if self.refill is not None:
+            state["refill"] = self.refill.initial(pending)
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
             state["block_lanes"] = ops.zeros((self.halt,), ops.index_dtype)
@@ -450,9 +463,13 @@ class StagedMachine:
             s = dict(s, posted=self.posted.empty())
             s = ops.switch(block, self.blocks, s)
             s = self.posted.apply(s)
+            if self.refill is not None:
+                s = self.refill.after_step(s)
             return dict(s, steps=s["steps"] + 1)
 
         final = ops.while_loop(keep_going, step, state)
+        if self.refill is not None:
+            return tuple(self.refill.outputs(final)), final
         outputs = []
         for name in self.program.vars_out:
             keys = self.layout.leaves[name]
@@ -486,21 +503,29 @@ def execute(
     max_stack_depth: int,
     max_steps=None,
     cache: dict | None = None,
+    refill: int | None = None,
 ):
-    """Runs a lowered program on a staged backend; raises on overflow after the run."""
+    """Runs a lowered program on a staged backend; raises on overflow after the run.
+
+    With ``refill`` (a lane count), the leading dimension of ``args`` counts inputs
+    that run through at most that many lanes (`pcbatch.vm.refill`).
+    """
     from pcbatch import profiling
     from pcbatch.vm import machine
 
-    batch = machine.batch_size_of(program, args)
+    count = machine.batch_size_of(program, args)
+    batch = count if refill is None else min(refill, count)
+    refill_count = None if refill is None else count
     inputs = _with_batch_dims(program, args)
     prof = profiling.current()
     signature = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", ""))) for x in flatten(inputs))
-    key = (id(program), batch, signature, max_stack_depth, max_steps, prof is not None)
+    profiled = prof is not None
+    key = (id(program), batch, signature, max_stack_depth, max_steps, profiled, refill_count)
     cache = backend.compile_cache if cache is None else cache
     entry = cache.get(key)
     if entry is None or entry[0] is not program:
         staged = StagedMachine(
-            program, backend, batch, max_stack_depth, prof is not None, max_steps
+            program, backend, batch, max_stack_depth, profiled, max_steps, refill_count
         )
         entry = (program, backend.jit(_traced(staged, backend)), staged)
         cache[key] = entry
@@ -519,7 +544,7 @@ def _traced(staged: StagedMachine, backend):
     def run(inputs):
         backend.traces += 1  # runs only while tracing: counts compilations
         outputs, final = staged.run(inputs)
-        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "posted")}
+        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "posted", "refill")}
         info["pc"] = final["pc"]["top"]
         return outputs, info
 
