@@ -21,7 +21,6 @@ from tests.programs.python_corpus import PY_CORPUS_BY_NAME
 
 # (corpus program, input count, width): N < B, N == B, N not a multiple of B.
 CORPUS_CASES = [
-    ("fib", 13, 4),
     ("collatz", 9, 16),
     ("even_odd", 12, 12),
     ("ackermann", 10, 3),
@@ -30,7 +29,7 @@ CORPUS_CASES = [
     ("gcd_mod", 10, 3),
     ("newton_sqrt", 9, 4),
     ("search_sorted", 10, 3),
-    ("nuts_trajectories", 11, 4),
+    ("nuts_trajectories", 7, 3),
     ("leapfrog_oscillator", 8, 3),
 ]
 NUMPY_ONLY = {"guarded_lookup", "guarded_div", "first_big"}
@@ -63,8 +62,8 @@ def test_map_equals_dry_run(backend_name, name, count, width):
 @backend_param
 @pytest.mark.parametrize("schedule", ["lowest_pc", "returns_first"])
 def test_map_under_every_policy(backend_name, schedule):
-    x = np.random.RandomState(5).randint(0, 1000, 17)
-    n_traj = np.random.RandomState(6).randint(0, 6, 17)
+    x = np.random.RandomState(5).randint(0, 1000, 9)
+    n_traj = np.random.RandomState(6).randint(0, 5, 9)
     expected = examples.trajectories(x, n_traj, dry_run=True)
     actual = examples.trajectories.map(
         x, n_traj, width=5, schedule=schedule, backend=backend(backend_name)
@@ -91,14 +90,15 @@ def test_map_of_no_inputs(backend_name):
 
 @backend_param
 def test_map_with_deep_and_too_deep_recursion(backend_name):
-    n = np.array([2, 20, 3, 1, 9, 18, 4])
+    """A lane runs shallow inputs after a deep one (its stacks start empty again)."""
+    n = np.array([2, 11, 3, 1, 9, 10, 4])
     expected = examples.fib(n, dry_run=True)
-    actual = examples.fib.map(n, width=3, max_stack_depth=20, backend=backend(backend_name))
+    actual = examples.fib.map(n, width=3, max_stack_depth=11, backend=backend(backend_name))
     assert_close(actual, expected, backend_name)
     with pytest.raises(pcbatch.StackOverflowError) as info:
-        examples.fib.map(n, width=3, max_stack_depth=6, backend=backend(backend_name))
+        examples.fib.map(n, width=3, max_stack_depth=5, backend=backend(backend_name))
     assert info.value.function == "fib"
-    assert info.value.suggested_depth is not None and info.value.suggested_depth >= 19
+    assert info.value.suggested_depth is not None and info.value.suggested_depth >= 10
 
 
 @backend_param
