@@ -15,8 +15,8 @@ wall time of one run without the profiler (compiled backends compile first, in
 a run not timed); and memory: the bytes of registers and stacks the VM
 allocates for 1,000 lanes at the run's ``max_stack_depth`` (registers one row
 per lane; FULL variables and the program counter a stack of ``max_stack_depth``
-rows; refill adds its pending-input and result buffers) against the seed
-peer's rule of a full stack for every variable. The allocation pass
+rows) against the seed peer's rule of a full stack for every variable, and the
+refill's pending-input and result buffers (N rows each, a column of their own). The allocation pass
 (`pcbatch.passes.allocate`) decides which variables need no storage
 (null/temporary), one row (register) or a stack (full).
 
@@ -67,13 +67,11 @@ def _leaf_bytes(type_) -> int:
                for t in flatten(type_.tensors))
 
 
-def memory(program, lanes: int, depth: int, refill_inputs: int = 0) -> tuple:
+def memory(program, lanes: int, depth: int) -> tuple:
     """(bytes pcbatch allocates, bytes under one-stack-per-variable) for ``lanes`` threads.
 
     A register is one row per lane; a stack keeps ``depth`` saved rows below its top
     row, with an int32 depth per lane. The program counter is a stack in both.
-    With ``refill_inputs`` N, the refill's buffers of main's parameters (N rows) and
-    results (N + lanes rows) are added to pcbatch's figure.
     """
     stack = lambda row: lanes * (row * (depth + 1) + 4)
     ours = peer = stack(4)  # the program counter (int32)
@@ -84,11 +82,14 @@ def memory(program, lanes: int, depth: int, refill_inputs: int = 0) -> tuple:
             ours += stack(row)
         elif alloc == VariableAllocation.REGISTER:
             ours += lanes * row
-    if refill_inputs:
-        ours += refill_inputs * sum(_leaf_bytes(program.var_types[v]) for v in program.vars_in)
-        results = sum(_leaf_bytes(program.var_types[v]) for v in program.vars_out)
-        ours += (refill_inputs + lanes) * results
     return ours, peer
+
+
+def refill_buffers(program, lanes: int, count: int) -> int:
+    """Bytes of a refill's pending inputs (N rows) and results (N + lanes rows)."""
+    inputs = sum(_leaf_bytes(program.var_types[v]) for v in program.vars_in)
+    results = sum(_leaf_bytes(program.var_types[v]) for v in program.vars_out)
+    return count * inputs + (count + lanes) * results
 
 
 def _row(name, mode, policy, fn, args, lanes, depth, backend) -> str:
@@ -102,11 +103,13 @@ def _row(name, mode, policy, fn, args, lanes, depth, backend) -> str:
     run()
     seconds = time.perf_counter() - start
     program = fn.context.lowered_for_args(fn.name, [a[:lanes] for a in args], backend)
-    ours, peer = memory(program, lanes, depth, len(args[0]) if mode == "refill" else 0)
+    ours, peer = memory(program, lanes, depth)
+    buffers = refill_buffers(program, lanes, len(args[0])) if mode == "refill" else 0
     return (
         f"{name:<14} {mode + '/' + policy:<20} {len(args[0]):>7} {prof.block_executions:>9} "
         f"{prof.primitive_executions:>9} {prof.lane_utilization:>5.3f} {prof.occupancy:>5.3f} "
-        f"{seconds:>8.2f} {ours / 1024:>9.1f} {peer / 1024:>9.1f} {peer / ours:>6.1f}x"
+        f"{seconds:>8.2f} {ours / 1024:>9.1f} {peer / 1024:>9.1f} {peer / ours:>6.1f}x "
+        f"{buffers / 1024:>8.1f}"
     )
 
 
@@ -138,7 +141,8 @@ def main() -> None:
     backend = _backend(opts.backend)
     header = (
         f"{'workload':<14} {'mode/policy':<20} {'inputs':>7} {'steps':>9} {'prims':>9} "
-        f"{'util':>5} {'occ':>5} {'wall s':>8} {'mem KiB':>9} {'peer KiB':>9} {'saving':>7}"
+        f"{'util':>5} {'occ':>5} {'wall s':>8} {'mem KiB':>9} {'peer KiB':>9} {'saving':>7} "
+        f"{'bufs KiB':>8}"
     )
     print(f"backend: {opts.backend}; scale {opts.scale}")
     print(header)
@@ -151,8 +155,8 @@ def main() -> None:
         "\nsteps: VM block executions; prims: batched primitive executions; util: mean "
         "fraction of lanes active per primitive execution; occ: mean fraction of lanes "
         "holding a live thread per step; wall s: one unprofiled run; mem: registers and "
-        "stacks allocated for the lanes at max_stack_depth (refill: plus its input and "
-        "result buffers); peer: a full stack for every variable; saving: peer / mem."
+        "stacks allocated for the lanes at max_stack_depth; peer: a full stack for every "
+        "variable; saving: peer / mem; bufs: refill's pending-input and result buffers."
     )
 
 

@@ -203,11 +203,26 @@ class StagedRefill:
         }
 
     def after_step(self, state: dict) -> dict:
-        """Refills the lanes whose thread halted in this step (a no-op when none did)."""
+        """Stores the results of threads that halted in this step and refills their lanes."""
         ops = self.m.ops
         done = self._done(state)
+        # Outside any conditional, so XLA scatters into the [N, ...] buffers in place
+        # (a conditional branch that writes a buffer copies it).
+        state = dict(state, refill=dict(state["refill"], out=self._collect(state, done)))
         index = ops.where(ops.any(done), ops.scalar_int(1), ops.scalar_int(0))
         return ops.switch(index, [lambda s: s, self._refill], state)
+
+    def _collect(self, state: dict, done) -> list:
+        ops, layout, count = self.m.ops, self.m.layout, self.count
+        spare = count + ops.arange(layout.batch_size)
+        rows = ops.where(done, state["refill"]["lane_input"], spare)
+        return [
+            [
+                ops.scatter(buffer, rows, state["vars"][key]["top"])
+                for buffer, (key, _) in zip(buffers, layout.leaves[name])
+            ]
+            for buffers, name in zip(state["refill"]["out"], self.m.program.vars_out)
+        ]
 
     def _done(self, state):
         return (state["pc"]["top"] == self.m.halt) & (state["refill"]["lane_input"] < self.count)
@@ -217,13 +232,6 @@ class StagedRefill:
         lanes = layout.batch_size
         r = dict(state["refill"])
         done = self._done(state)
-        spare = count + ops.arange(lanes)
-        rows = ops.where(done, r["lane_input"], spare)
-        r["out"] = [
-            [ops.scatter(buffer, rows, state["vars"][key]["top"])
-             for buffer, (key, _) in zip(buffers, layout.leaves[name])]
-            for buffers, name in zip(r["out"], self.m.program.vars_out)
-        ]
         new = r["cursor"] + ops.cumulative_count(done) - 1
         take = done & (new < count)
         r["lane_input"] = ops.where(done, ops.where(take, new, count), r["lane_input"])
