@@ -21,8 +21,8 @@ refill's pending-input and result buffers (N rows each, a column of their own). 
 (null/temporary), one row (register) or a stack (full).
 
 Usage: ``python benchmarks/utilization.py [--scale S] [--backend numpy|jax|tensorflow]
-[--policies returns_first,...]``. ``--scale 0.01`` runs 1/100 of every input
-count with 1/100 of the lanes (a smoke test).
+[--policies returns_first,...] [--workloads collatz,fib,nuts]``. ``--scale 0.01``
+runs 1/100 of every input count with 1/100 of the lanes (a smoke test).
 """
 
 from __future__ import annotations
@@ -44,10 +44,11 @@ def _workloads(scale: float):
     lanes = max(1, round(1000 * scale))
     count = lambda n: max(1, round(n * scale))
     yield "collatz", examples.collatz, [np.arange(1, count(100_000) + 1)], lanes, 4
-    yield "fib n~U[5,22]", examples.fib, [rng.randint(5, 23, size=count(10_000))], lanes, 24
+    # Fibonacci: fib(n) = n for n <= 1, so n in [5, 22] recurses at most 22 deep.
+    yield "fib", examples.fib, [rng.randint(5, 23, size=count(10_000))], lanes, 24
     chains = count(10_000)
     nuts_args = [rng.randint(0, examples.MOD, size=chains), rng.randint(1, 13, size=chains)]
-    yield "nuts-shaped", examples.trajectories, nuts_args, lanes, 8
+    yield "nuts", examples.trajectories, nuts_args, lanes, 8
 
 
 def _chunks(fn, args, lanes: int, options: dict):
@@ -130,6 +131,9 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="input counts and lanes x S")
     parser.add_argument("--backend", default="numpy", choices=("numpy", "jax", "tensorflow"))
     parser.add_argument(
+        "--workloads", default="collatz,fib,nuts", help="a subset of collatz,fib,nuts"
+    )
+    parser.add_argument(
         "--policies",
         default="returns_first",
         help="policies to compare with lowest_pc, comma-separated",
@@ -147,7 +151,10 @@ def main() -> None:
     print(f"backend: {opts.backend}; scale {opts.scale}")
     print(header)
     print("-" * len(header))
+    chosen = opts.workloads.split(",")
     for name, fn, args, lanes, depth in _workloads(opts.scale):
+        if name not in chosen:
+            continue
         for mode in ("chunks", "refill"):
             for policy in policies:
                 print(_row(name, mode, policy, fn, args, lanes, depth, backend), flush=True)
