@@ -6,7 +6,8 @@ over 10,000 values of n in [5, 22], and the NUTS-shaped ``trajectories`` over
 
 - ``chunks/<policy>``: plain batched calls on consecutive chunks of 1,000 inputs
   (every chunk waits for its slowest member), block order from ``<policy>``;
-- ``refill/<policy>``: one ``fn.map(inputs, width=1000, schedule=<policy>)``.
+- ``refill/<policy>``: one ``fn.map(inputs, width=1000, schedule=<policy>)`` (free
+  lanes refilled in groups, ``--group``, default ``map``'s: a tenth of the lanes).
 
 Columns: VM steps and batched primitive executions; lane utilization (mean
 fraction of lanes active per primitive execution) and occupancy (mean fraction
@@ -21,7 +22,7 @@ refill's pending-input and result buffers (N rows each, a column of their own). 
 (null/temporary), one row (register) or a stack (full).
 
 Usage: ``python benchmarks/utilization.py [--scale S] [--backend numpy|jax|tensorflow]
-[--policies returns_first,...] [--workloads collatz,fib,nuts]``. ``--scale 0.01``
+[--policies returns_first,...] [--workloads collatz,fib,nuts] [--group G]``. ``--scale 0.01``
 runs 1/100 of every input count with 1/100 of the lanes (a smoke test).
 """
 
@@ -57,10 +58,10 @@ def _chunks(fn, args, lanes: int, options: dict):
         fn(*[a[start : start + lanes] for a in args], **options)
 
 
-def _runner(mode: str, fn, args, lanes: int, options: dict):
+def _runner(mode: str, fn, args, lanes: int, options: dict, group):
     if mode == "chunks":
         return lambda: _chunks(fn, args, lanes, options)
-    return lambda: fn.map(*args, width=lanes, **options)
+    return lambda: fn.map(*args, width=lanes, group=group, **options)
 
 
 def _leaf_bytes(type_) -> int:
@@ -93,9 +94,9 @@ def refill_buffers(program, lanes: int, count: int) -> int:
     return count * inputs + (count + lanes) * results
 
 
-def _row(name, mode, policy, fn, args, lanes, depth, backend) -> str:
+def _row(name, mode, policy, fn, args, lanes, depth, backend, group) -> str:
     options = dict(max_stack_depth=depth, schedule=policy, backend=backend)
-    run = _runner(mode, fn, args, lanes, options)
+    run = _runner(mode, fn, args, lanes, options, group)
     with pcbatch.profile() as prof:
         run()
     if getattr(backend, "staged", False):
@@ -138,6 +139,9 @@ def main() -> None:
         default="returns_first",
         help="policies to compare with lowest_pc, comma-separated",
     )
+    parser.add_argument(
+        "--group", type=int, default=None, help="refill group (default: map's, lanes // 10)"
+    )
     opts = parser.parse_args()
     policies = ["lowest_pc"] + [p for p in opts.policies.split(",") if p and p != "lowest_pc"]
     for policy in policies:
@@ -148,7 +152,7 @@ def main() -> None:
         f"{'util':>5} {'occ':>5} {'wall s':>8} {'mem KiB':>9} {'peer KiB':>9} {'saving':>7} "
         f"{'bufs KiB':>8}"
     )
-    print(f"backend: {opts.backend}; scale {opts.scale}")
+    print(f"backend: {opts.backend}; scale {opts.scale}; refill group {opts.group or 'default'}")
     print(header)
     print("-" * len(header))
     chosen = opts.workloads.split(",")
@@ -157,7 +161,8 @@ def main() -> None:
             continue
         for mode in ("chunks", "refill"):
             for policy in policies:
-                print(_row(name, mode, policy, fn, args, lanes, depth, backend), flush=True)
+                row = _row(name, mode, policy, fn, args, lanes, depth, backend, opts.group)
+                print(row, flush=True)
     print(
         "\nsteps: VM block executions; prims: batched primitive executions; util: mean "
         "fraction of lanes active per primitive execution; occ: mean fraction of lanes "

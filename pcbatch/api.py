@@ -102,7 +102,7 @@ class BatchedFunction:
             e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
             raise
 
-    def map(self, *args, width: int, **kwargs):
+    def map(self, *args, width: int, group: int | None = None, **kwargs):
         """Runs the function on N independent inputs through ``width`` lanes, refilling.
 
         Arguments are given as for a batched call, each with a leading dimension N
@@ -112,11 +112,15 @@ class BatchedFunction:
         the same run loop, so lanes stay busy while long inputs finish. Results
         come back in input order, equal to ``self(*args)``. For example,
         ``collatz.map(np.arange(1, 100_001), width=1000)`` runs 100,000 inputs
-        through 1,000 lanes. ``stackless=True`` is not supported (ValueError).
+        through 1,000 lanes. Free lanes are refilled together once ``group`` of them
+        are free (default: a tenth of the lanes; 1 refills each lane at once), so new
+        threads run main's first blocks together. ``stackless=True`` is not supported
+        (ValueError).
         """
         if _in_dry_run():
             raise TypeError(f"{self.name}.map() cannot be called inside a batched function")
         refill.check_width(width)
+        refill.group_size(group, width)
         options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
         values = self._bind(args, kwargs)
         if options.get("stackless"):
@@ -124,7 +128,7 @@ class BatchedFunction:
         try:
             if options.get("dry_run"):
                 return _dry_run_call(self.python_function, values)
-            return self.context._run(self.name, values, options, width=width)
+            return self.context._run(self.name, values, options, refill=(width, group))
         except Exception as e:
             e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
             raise
@@ -291,7 +295,7 @@ class Context:
         return self.program_lowered(name, runner.signature_of(values, backend), backend)
 
     # -- running -----------------------------------------------------------------
-    def _run(self, name: str, values: list, options: dict, width: int | None = None):
+    def _run(self, name: str, values: list, options: dict, refill: tuple = (None, None)):
         backend = options.get("backend") or _backend_for(values)
         program = self.program(name)
         return runner.run(
@@ -304,7 +308,8 @@ class Context:
             cache=self._cache,
             block_code_cache=options.get("block_code_cache"),
             schedule=order_blocks.check_policy(options.get("schedule", order_blocks.DEFAULT)),
-            width=width,
+            width=refill[0],
+            group=refill[1],
         )
 
 

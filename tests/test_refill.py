@@ -116,7 +116,8 @@ def _counts(backend_name, run):
 
 @backend_param
 def test_refill_keeps_lanes_busy(backend_name):
-    """Collatz over 120 inputs, 10 lanes: refill against 12 lockstep chunks of 10."""
+    """Collatz over 120 inputs, 10 lanes: refill against 12 lockstep chunks of 10
+    (the default group for 10 lanes is 1: each lane refilled at once)."""
     x = np.arange(1, 121)
 
     def chunked(b):
@@ -144,11 +145,28 @@ def test_refill_counts_agree_across_backends():
         assert counts["occupancy"] == pytest.approx(reference["occupancy"], rel=1e-6)
 
 
+@backend_param
+def test_refill_in_groups(backend_name):
+    """Free lanes wait for company: same results, fewer steps, higher utilization."""
+    x = np.arange(1, 201)
+    expected = examples.collatz(x, dry_run=True)
+    profiles = {}
+    for group in (1, 5, 20):
+        with pcbatch.profile() as profiles[group]:
+            result = examples.collatz.map(x, width=20, group=group, backend=backend(backend_name))
+        assert_close(result, expected, backend_name)
+    assert profiles[5].block_executions < profiles[1].block_executions
+    assert profiles[5].lane_utilization > profiles[1].lane_utilization
+    assert profiles[20].occupancy < profiles[1].occupancy
+
+
 def test_map_rejects_bad_options():
     x = np.arange(1, 5)
     for width in (0, -2, 2.5, None, True):
         with pytest.raises(ValueError, match="width"):
             examples.collatz.map(x, width=width)
+    with pytest.raises(ValueError, match="group"):
+        examples.collatz.map(x, width=2, group=0)
     with pytest.raises(ValueError, match="stackless"):
         examples.collatz.map(x, width=2, stackless=True)
     with pytest.raises(TypeError, match="collatz"):

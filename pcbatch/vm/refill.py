@@ -33,11 +33,21 @@ from pcbatch.vm import machine
 _NO_INPUT = -1
 
 
-def check_width(width) -> int:
+def check_width(width, option: str = "width") -> int:
     """``width`` as a positive int, or a ValueError saying what is wrong."""
     if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < 1:
-        raise ValueError(f"map(width=...) takes a positive number of lanes, got {width!r}")
+        raise ValueError(f"map({option}=...) takes a positive number of lanes, got {width!r}")
     return int(width)
+
+
+def group_size(group, lanes: int) -> int:
+    """How many free lanes a refill waits for: ``group``, or by default a tenth of the
+    lanes. A thread started alone runs main's first blocks alone (its lane the only one
+    active there), so starting threads together keeps lane utilization up, at a small
+    cost in occupancy."""
+    if group is None:
+        return max(1, lanes // 10)
+    return min(check_width(group, "group"), lanes)
 
 
 def execute(
@@ -45,6 +55,7 @@ def execute(
     args,
     *,
     width: int,
+    group: int | None = None,
     backend=None,
     max_stack_depth: int = machine.DEFAULT_MAX_STACK_DEPTH,
     max_steps: int | None = None,
@@ -54,10 +65,12 @@ def execute(
 
     Args are as for `machine.execute`; the leading dimension of ``args`` is the
     number of inputs, not of lanes. ``max_steps`` bounds the VM steps of the whole
-    run. Returns main's results for every input, in input order.
+    run. Pending inputs start once ``group`` lanes are free (see `group_size`), or
+    as many as remain. Returns main's results for every input, in input order.
     """
     backend = backend or NumpyBackend()
     width = check_width(width)
+    group = group_size(group, width)
     if len(args) != len(program.vars_in):
         raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")
     count = machine.batch_size_of(program, args)
@@ -67,15 +80,17 @@ def execute(
     if getattr(backend, "staged", False):
         from pcbatch.vm import staged
 
-        return staged.execute(program, args, cache=block_code_cache, refill=width, **options)
-    return _execute_numpy(program, args, count, min(width, count), **options)
+        return staged.execute(
+            program, args, cache=block_code_cache, refill=(width, group), **options
+        )
+    return _execute_numpy(program, args, count, min(width, count), group, **options)
 
 
-def _execute_numpy(program, args, count, lanes, *, backend, max_stack_depth, max_steps):
+def _execute_numpy(program, args, count, lanes, group, *, backend, max_stack_depth, max_steps):
     inputs = machine.broadcast_inputs(program, args)
     first = [map_pattern(lambda leaf: leaf[:lanes], arg) for arg in inputs]
     run = machine.start(program, first, backend, lanes, max_stack_depth)
-    feeder = _Feeder(run, inputs, count)
+    feeder = _Feeder(run, inputs, count, group)
     runners = [machine._block_runner(b, backend) for b in program.graph]
     try:
         machine._loop(run, runners, max_steps, feeder.after_block)
@@ -110,8 +125,8 @@ def _halting_blocks(program: Program) -> frozenset:
 class _Feeder:
     """NumPy: collects finished threads' results and starts pending inputs in their lanes."""
 
-    def __init__(self, run, inputs: list, count: int):
-        self.run, self.inputs, self.count = run, inputs, count
+    def __init__(self, run, inputs: list, count: int, group: int):
+        self.run, self.inputs, self.count, self.group = run, inputs, count, group
         self.lane_input = np.arange(run.batch_size)  # the input each lane runs, or _NO_INPUT
         self.cursor = run.batch_size  # the next pending input
         self.halt = len(run.program.graph)
@@ -127,10 +142,15 @@ class _Feeder:
             return
         run = self.run
         pc = run.pc.read(run.backend.all_lanes(run.batch_size))
-        done = np.flatnonzero((pc == self.halt) & (self.lane_input != _NO_INPUT))
-        if len(done):
-            self._collect(done)
-            self._start(done)
+        halted = pc == self.halt
+        done = np.flatnonzero(halted & (self.lane_input != _NO_INPUT))
+        if not len(done):
+            return
+        self._collect(done)
+        free = np.flatnonzero(halted)
+        pending = self.count - self.cursor
+        if pending and len(free) >= min(self.group, pending):
+            self._start(free)
 
     def _collect(self, done: np.ndarray) -> None:
         lanes = NumpyLanes(done, len(done), self.run.batch_size)
@@ -140,11 +160,9 @@ class _Feeder:
                 buffer[rows] = var.read(lanes)
         self.lane_input[done] = _NO_INPUT
 
-    def _start(self, done: np.ndarray) -> None:
+    def _start(self, free: np.ndarray) -> None:
         run = self.run
-        take = done[: self.count - self.cursor]
-        if not len(take):
-            return
+        take = free[: self.count - self.cursor]
         new = np.arange(self.cursor, self.cursor + len(take))
         self.cursor += len(take)
         self.lane_input[take] = new
@@ -175,8 +193,8 @@ class StagedRefill:
     so every scatter has distinct in-range rows on every backend).
     """
 
-    def __init__(self, machine_, count: int):
-        self.m, self.count = machine_, count
+    def __init__(self, machine_, count: int, group: int):
+        self.m, self.count, self.group = machine_, count, group
 
     def first_inputs(self, inputs: list) -> list:
         """The inputs the lanes start with: the first ``lanes`` rows."""
@@ -203,13 +221,20 @@ class StagedRefill:
         }
 
     def after_step(self, state: dict) -> dict:
-        """Stores the results of threads that halted in this step and refills their lanes."""
-        ops = self.m.ops
-        done = self._done(state)
+        """Stores the results of threads that halted in this step; refills free lanes once
+        ``group`` of them (or as many as there are pending inputs) are free."""
+        ops, count = self.m.ops, self.count
+        r = state["refill"]
+        done = (state["pc"]["top"] == self.m.halt) & (r["lane_input"] < count)
         # Outside any conditional, so XLA scatters into the [N, ...] buffers in place
         # (a conditional branch that writes a buffer copies it).
-        state = dict(state, refill=dict(state["refill"], out=self._collect(state, done)))
-        index = ops.where(ops.any(done), ops.scalar_int(1), ops.scalar_int(0))
+        out = self._collect(state, done)
+        r = dict(r, out=out, lane_input=ops.where(done, count, r["lane_input"]))
+        state = dict(state, refill=r)
+        pending = count - r["cursor"]
+        free = ops.count(state["pc"]["top"] == self.m.halt)
+        start = ops.any(done) & (pending > 0) & (free >= ops.minimum(pending, self.group))
+        index = ops.where(start, ops.scalar_int(1), ops.scalar_int(0))
         return ops.switch(index, [lambda s: s, self._refill], state)
 
     def _collect(self, state: dict, done) -> list:
@@ -224,18 +249,15 @@ class StagedRefill:
             for buffers, name in zip(state["refill"]["out"], self.m.program.vars_out)
         ]
 
-    def _done(self, state):
-        return (state["pc"]["top"] == self.m.halt) & (state["refill"]["lane_input"] < self.count)
-
     def _refill(self, state: dict) -> dict:
         ops, layout, count = self.m.ops, self.m.layout, self.count
         lanes = layout.batch_size
         r = dict(state["refill"])
-        done = self._done(state)
-        new = r["cursor"] + ops.cumulative_count(done) - 1
-        take = done & (new < count)
-        r["lane_input"] = ops.where(done, ops.where(take, new, count), r["lane_input"])
-        r["cursor"] = ops.minimum(r["cursor"] + ops.count(done), count)
+        free = state["pc"]["top"] == self.m.halt
+        new = r["cursor"] + ops.cumulative_count(free) - 1
+        take = free & (new < count)
+        r["lane_input"] = ops.where(take, new, r["lane_input"])
+        r["cursor"] = ops.minimum(r["cursor"] + ops.count(free), count)
         state = dict(state, refill=r, vars=dict(state["vars"]))
         source = ops.minimum(new, count - 1)
         for key, t in (kt for keys in layout.leaves.values() for kt in keys):

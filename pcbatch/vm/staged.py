@@ -307,7 +307,7 @@ class StagedMachine:
         max_stack_depth: int,
         profiling: bool,
         max_steps: int | None,
-        refill_count: int | None = None,
+        refill_plan: tuple | None = None,
     ):
         self.program = program
         self.ops = ops
@@ -323,10 +323,10 @@ class StagedMachine:
         # With refill, `inputs` hold every pending input and the lanes are refilled
         # after each step (`pcbatch.vm.refill`).
         self.refill = None
-        if refill_count is not None:
+        if refill_plan is not None:
             from pcbatch.vm.refill import StagedRefill
 
-            self.refill = StagedRefill(self, refill_count)
+            self.refill = StagedRefill(self, *refill_plan)
 
     # -- stacks -----------------------------------------------------------------
     def push(self, leaf: dict, value, mask, slot=None):
@@ -503,29 +503,29 @@ def execute(
     max_stack_depth: int,
     max_steps=None,
     cache: dict | None = None,
-    refill: int | None = None,
+    refill: tuple | None = None,
 ):
     """Runs a lowered program on a staged backend; raises on overflow after the run.
 
-    With ``refill`` (a lane count), the leading dimension of ``args`` counts inputs
+    With ``refill`` (lanes, group), the leading dimension of ``args`` counts inputs
     that run through at most that many lanes (`pcbatch.vm.refill`).
     """
     from pcbatch import profiling
     from pcbatch.vm import machine
 
     count = machine.batch_size_of(program, args)
-    batch = count if refill is None else min(refill, count)
-    refill_count = None if refill is None else count
+    batch = count if refill is None else min(refill[0], count)
+    refill_plan = None if refill is None else (count, min(refill[1], batch))
     inputs = _with_batch_dims(program, args)
     prof = profiling.current()
     signature = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", ""))) for x in flatten(inputs))
     profiled = prof is not None
-    key = (id(program), batch, signature, max_stack_depth, max_steps, profiled, refill_count)
+    key = (id(program), batch, signature, max_stack_depth, max_steps, profiled, refill_plan)
     cache = backend.compile_cache if cache is None else cache
     entry = cache.get(key)
     if entry is None or entry[0] is not program:
         staged = StagedMachine(
-            program, backend, batch, max_stack_depth, profiled, max_steps, refill_count
+            program, backend, batch, max_stack_depth, profiled, max_steps, refill_plan
         )
         entry = (program, backend.jit(_traced(staged, backend)), staged)
         cache[key] = entry
