@@ -108,8 +108,8 @@ class BatchedFunction:
         Arguments are given as for a batched call, each with a leading dimension N
         (the number of inputs; a value without it is shared by every input), and
         the same call options apply. The run uses ``min(width, N)`` lanes: when a
-        lane's thread returns, the lane takes the next pending input at once, in
-        the same run loop, so lanes stay busy while long inputs finish. Results
+        lane's thread returns, the lane takes the next pending input in the same run
+        loop, so lanes stay busy while long inputs finish. Results
         come back in input order, equal to ``self(*args)``. For example,
         ``collatz.map(np.arange(1, 100_001), width=1000)`` runs 100,000 inputs
         through 1,000 lanes. Free lanes are refilled together once ``group`` of them

@@ -6,7 +6,9 @@ every input shares) using ``min(B, N)`` lanes. Lane ``b`` starts on input ``b``;
 when its thread halts, inside the same run loop, its results are written to row
 ``i`` of an ``[N, ...]`` output buffer (``i`` the input it ran), and the lane
 starts the next pending input: that input's values in main's parameter
-registers, every stack emptied, the program counter at main's entry. Results
+registers, every stack emptied, the program counter at main's entry. Free lanes
+start together, once ``group`` of them are free (or as many as inputs remain):
+a thread started alone would run main's first blocks with one active lane. Results
 come back in input order and equal a plain batched call's: each thread runs
 exactly the instructions it would run alone, only the lane it runs in changes.
 
