@@ -73,11 +73,12 @@ def test_map_under_every_policy(backend_name, schedule):
 
 @backend_param
 def test_map_shares_values_without_the_input_dimension(backend_name):
-    """A 0-d argument is one value for every input, as in a plain batched call."""
+    """A 0-d argument is one value for every input, as in a plain batched call; inputs
+    may be given by keyword."""
     entry = PY_CORPUS_BY_NAME["gcd_mod"]
     a = np.random.RandomState(0).randint(0, 200, 10)
     expected = entry.fn(a, np.int64(84), dry_run=True)
-    actual = entry.fn.map(a, np.int64(84), width=4, backend=backend(backend_name))
+    actual = entry.fn.map(a, b=np.int64(84), width=4, backend=backend(backend_name))
     _assert_same(actual, expected, backend_name)
 
 
