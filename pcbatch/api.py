@@ -41,7 +41,7 @@ from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, map_pattern, rebuild
 from pcbatch.passes import order_blocks, pipeline
-from pcbatch.vm import machine, runner
+from pcbatch.vm import machine, refill, runner
 
 CALL_OPTIONS = (
     "dry_run",
@@ -100,6 +100,37 @@ class BatchedFunction:
             return self.context._run(self.name, values, options)
         except Exception as e:
             # Errors point at the user's code: drop pcbatch's frames below this one.
+            e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
+            raise
+
+    def map(self, *args, width: int, group: int | None = None, **kwargs):
+        """Runs the function on N independent inputs through ``width`` lanes, refilling.
+
+        Arguments are given as for a batched call, each with a leading dimension N
+        (the number of inputs; a value without it is shared by every input), and
+        the same call options apply. The run uses ``min(width, N)`` lanes: when a
+        lane's thread returns, the lane takes the next pending input in the same run
+        loop, so lanes stay busy while long inputs finish. Results
+        come back in input order, equal to ``self(*args)``. For example,
+        ``collatz.map(np.arange(1, 100_001), width=1000)`` runs 100,000 inputs
+        through 1,000 lanes. Free lanes are refilled together once ``group`` of them
+        are free (default: a tenth of the lanes; 1 refills each lane at once), so new
+        threads run main's first blocks together. ``stackless=True`` is not supported
+        (ValueError).
+        """
+        if _in_dry_run():
+            raise TypeError(f"{self.name}.map() cannot be called inside a batched function")
+        refill.check_width(width)
+        refill.group_size(group, width)
+        options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
+        values = self._bind(args, kwargs)
+        if options.get("stackless"):
+            raise ValueError(f"{self.name}.map() runs on the stack machine; drop stackless=True")
+        try:
+            if options.get("dry_run"):
+                return _dry_run_call(self.python_function, values)
+            return self.context._run(self.name, values, options, refill=(width, group))
+        except Exception as e:
             e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
             raise
 
@@ -265,7 +296,7 @@ class Context:
         return self.program_lowered(name, runner.signature_of(values, backend), backend)
 
     # -- running -----------------------------------------------------------------
-    def _run(self, name: str, values: list, options: dict):
+    def _run(self, name: str, values: list, options: dict, refill: tuple = (None, None)):
         backend = options.get("backend") or _backend_for(values)
         program = self.program(name)
         return runner.run(
@@ -278,6 +309,8 @@ class Context:
             cache=self._cache,
             block_code_cache=options.get("block_code_cache"),
             schedule=order_blocks.check_policy(options.get("schedule", order_blocks.DEFAULT)),
+            width=refill[0],
+            group=refill[1],
         )
 
 

@@ -166,6 +166,18 @@ class JaxBackend:
         rows = jnp.arange(stack.shape[1])
         return stack.at[depth, rows].set(values.astype(stack.dtype), mode="drop")
 
+    def take(self, array, index):
+        """``array[index]`` along the first axis (``index`` in range)."""
+        return jnp.take(array, index, axis=0)
+
+    def scatter(self, buffer, index, values):
+        """``buffer[index[b]] = values[b]`` for distinct, in-range ``index``."""
+        return buffer.at[index].set(values.astype(buffer.dtype))
+
+    def cumulative_count(self, mask):
+        """Per row, how many rows up to and including it are set."""
+        return jnp.cumsum(mask, dtype=self.index_dtype)
+
     def gather_rows(self, stack, depth):
         rows = jnp.arange(stack.shape[1])
         return stack[jnp.clip(depth, 0, stack.shape[0] - 1), rows]

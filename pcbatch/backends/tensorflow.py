@@ -170,6 +170,21 @@ class TensorFlowBackend:
         updates = self.where(valid, tf.cast(values, stack.dtype), current)
         return tf.tensor_scatter_nd_update(stack, indices, updates)
 
+    def arange(self, size: int):
+        return tf.range(size, dtype=tf.int32)
+
+    def take(self, array, index):
+        """``array[index]`` along the first axis (``index`` in range)."""
+        return tf.gather(array, index)
+
+    def scatter(self, buffer, index, values):
+        """``buffer[index[b]] = values[b]`` for distinct, in-range ``index``."""
+        return tf.tensor_scatter_nd_update(buffer, index[:, None], tf.cast(values, buffer.dtype))
+
+    def cumulative_count(self, mask):
+        """Per row, how many rows up to and including it are set."""
+        return tf.cumsum(tf.cast(mask, tf.int32))
+
     def gather_rows(self, stack, depth):
         return tf.gather_nd(stack, self._row_indices(stack, depth))
 

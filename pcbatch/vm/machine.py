@@ -376,7 +376,18 @@ def execute(
         )
     if len(args) != len(program.vars_in):
         raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")
-    batch_size = batch_size_of(program, args)
+    run = start(program, args, backend, batch_size_of(program, args), max_stack_depth)
+    if run.batch_size == 0:
+        return _outputs(run)
+    try:
+        _loop(run, [_block_runner(b, backend) for b in program.graph], max_steps)
+    except StackFull as full:
+        raise _overflow_error(run, full, args, max_stack_depth, _measure_on_overflow) from None
+    return _outputs(run)
+
+
+def start(program: Program, args: Sequence, backend, batch_size: int, max_stack_depth: int):
+    """A `_Run` of ``batch_size`` threads with ``args`` loaded, every thread at main's entry."""
     run = _Run(
         program=program,
         backend=backend,
@@ -397,21 +408,17 @@ def execute(
     run.pc = run.pc.update(backend.place(halt, everyone, PC_TYPE), everyone)
     if batch_size:
         run.pc = run.pc.push(backend.place(0, everyone, PC_TYPE), everyone)
-    runners = [_block_runner(b, backend) for b in program.graph]
-    if batch_size == 0:
-        return _outputs(run)
-    try:
-        _loop(run, runners, halt, max_steps)
-    except StackFull as full:
-        raise _overflow_error(run, full, args, max_stack_depth, _measure_on_overflow) from None
-    return _outputs(run)
+    return run
 
 
-def _loop(run: _Run, runners: list, halt: int, max_steps: int | None) -> None:
+def _loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> None:
+    """Steps until every thread halts; ``after_block(index)`` (if given) runs after each
+    block execution and may start new threads (`pcbatch.vm.refill`)."""
     backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
     plan = policy.plan_for(run.program)
     # Static policies without sync points: the lowest program counter, as the seed.
     next_block = backend.next_block if plan is None else policy.Scheduler(plan).next_block
+    halt = len(run.program.graph)
     steps = 0
     while True:
         pc = run.pc.read(everyone)
@@ -425,6 +432,8 @@ def _loop(run: _Run, runners: list, halt: int, max_steps: int | None) -> None:
             runners[block](run, lanes)
         else:
             _profiled_step(run, runners[block], block, lanes, pc, halt)
+        if after_block is not None:
+            after_block(block)
         steps += 1
 
 
@@ -459,14 +468,19 @@ def _step_limit_error(run: _Run, pc, halt: int, max_steps: int) -> StepLimitErro
 # Stack overflow
 
 
-def _overflow_error(run, full: StackFull, args, max_stack_depth, measure) -> StackOverflowError:
+def _overflow_error(
+    run, full: StackFull, args, max_stack_depth, measure, members=None
+) -> StackOverflowError:
+    """The user's error for a full stack; ``members``: the rows of ``args`` that the
+    overflowing threads run (default: the threads' own rows, as in a plain call)."""
+    members = full.rows if members is None else members
     pcs = np.asarray(run.pc.read(run.backend.all_lanes(run.batch_size)))
     block = run.program.graph.blocks[int(pcs[full.rows[0]])] if len(full.rows) else None
     function = _overflowing_function(run, block)
     suggested, advice = None, f"try a larger max_stack_depth (at least {2 * max_stack_depth})"
     if measure and isinstance(run.backend, NumpyBackend):
-        suggested, advice = _measure_depth(run.program, args, full.rows, max_stack_depth)
-    rows = ", ".join(str(int(r)) for r in full.rows[:5])
+        suggested, advice = _measure_depth(run.program, args, members, max_stack_depth)
+    rows = ", ".join(str(int(r)) for r in members[:5])
     return StackOverflowError(
         f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth} "
         f"(batch member(s) {rows}); {advice}.",

@@ -8,6 +8,7 @@ it on the stack machine or, with ``stackless=True``, the stackless interpreter.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 
@@ -17,7 +18,7 @@ from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.nodes import Program
 from pcbatch.ir.types import TensorType, Type, map_pattern
 from pcbatch.passes import infer_types, pipeline
-from pcbatch.vm import machine
+from pcbatch.vm import machine, refill
 from pcbatch.vm import stackless as stackless_vm
 
 
@@ -83,11 +84,15 @@ def run(
     cache: CompileCache | None = None,
     block_code_cache: dict | None = None,
     schedule: str | None = None,
+    width: int | None = None,
+    group: int | None = None,
 ):
     """Runs ``program``'s main over the batch ``args``; returns main's results, batched.
 
     ``schedule`` names the block-ordering policy (`passes.order_blocks`); the
-    stackless interpreter has its own order and ignores it.
+    stackless interpreter has its own order and ignores it. With ``width``, the
+    leading dimension of ``args`` counts independent inputs that run through
+    ``width`` lanes, free lanes refilled in groups of ``group`` (`vm.refill`).
     """
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
@@ -95,13 +100,20 @@ def run(
     sig = signature_of(args, backend)
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True, schedule=schedule)
-        return machine.execute(
+        execute = machine.execute if width is None else functools.partial(
+            refill.execute, width=width, group=group
+        )
+        return execute(
             lowered,
             args,
             backend=backend,
             max_stack_depth=max_stack_depth,
             max_steps=max_steps,
             block_code_cache=block_code_cache,
+        )
+    if width is not None:
+        raise ValueError(
+            f"{program.main}.map() runs on the stack machine only; drop stackless=True"
         )
     typed = cache.get(program, sig, backend, lowered=False)
     inputs = machine.broadcast_inputs(typed, args)

@@ -312,6 +312,7 @@ class StagedMachine:
         max_stack_depth: int,
         profiling: bool,
         max_steps: int | None,
+        refill_plan: tuple | None = None,
     ):
         self.program = program
         self.ops = ops
@@ -325,6 +326,13 @@ class StagedMachine:
         self.blocks = [_Block(self, i) for i in range(self.halt)]
         self.plan = policy.plan_for(program)  # None: the lowest program counter runs
         self.rows = None
+        # With refill, `inputs` hold every pending input and the lanes are refilled
+        # after each step (`pcbatch.vm.refill`).
+        self.refill = None
+        if refill_plan is not None:
+            from pcbatch.vm.refill import StagedRefill
+
+            self.refill = StagedRefill(self, *refill_plan)
 
     # -- stacks -----------------------------------------------------------------
     def push(self, leaf: dict, value, mask, slot=None):
@@ -398,6 +406,9 @@ class StagedMachine:
         """The state before the first step; threads not in ``live`` (padding) start halted."""
         ops, layout = self.ops, self.layout
         b, depth = layout.batch_size, layout.max_stack_depth
+        pending = inputs
+        if self.refill is not None:
+            inputs = self.refill.first_inputs(inputs)
         variables = {}
         for keys in layout.leaves.values():
             for key, t in keys:
@@ -433,6 +444,8 @@ class StagedMachine:
         }
         if self.plan is not None:
             state["wait"] = policy.initial_wait(ops, self.plan)
+        if self.refill is not None:
+            state["refill"] = self.refill.initial(pending)
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
             state["block_lanes"] = ops.zeros((self.halt,), ops.index_dtype)
@@ -466,9 +479,13 @@ class StagedMachine:
             s = dict(s, posted=self.posted.empty())
             s = ops.switch(block, self.blocks, s)
             s = self.posted.apply(s)
+            if self.refill is not None:
+                s = self.refill.after_step(s)
             return dict(s, steps=s["steps"] + 1)
 
         final = ops.while_loop(keep_going, step, state)
+        if self.refill is not None:
+            return tuple(self.refill.outputs(final)), final
         outputs = []
         for name in self.program.vars_out:
             keys = self.layout.leaves[name]
@@ -502,24 +519,39 @@ def execute(
     max_stack_depth: int,
     max_steps=None,
     cache: dict | None = None,
+    refill: tuple | None = None,
 ):
-    """Runs a lowered program on a staged backend; raises on overflow after the run."""
+    """Runs a lowered program on a staged backend; raises on overflow after the run.
+
+    With ``refill`` (lanes, group), the leading dimension of ``args`` counts inputs
+    that run through at most that many lanes (`pcbatch.vm.refill`).
+    """
     from pcbatch import profiling
     from pcbatch.vm import machine
 
-    batch = machine.batch_size_of(program, args)
+    count = machine.batch_size_of(program, args)
+    batch = count if refill is None else min(refill[0], count)
+    refill_plan = None if refill is None else (count, min(refill[1], batch))
     inputs = _with_batch_dims(program, args)
     prof = profiling.current()
     signature = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", ""))) for x in flatten(inputs))
-    key = (id(program), batch, signature, max_stack_depth, max_steps, prof is not None)
+    profiled = prof is not None
+    key = (id(program), batch, signature, max_stack_depth, max_steps, profiled, refill_plan)
     cache = backend.compile_cache if cache is None else cache
     sharding = getattr(backend, "sharding", None) if batch else None
+    if sharding is not None and refill is not None:
+        raise NotImplementedError(
+            f"{program.main}.map() does not run on a sharded JaxBackend yet; call "
+            f"{program.main}(...) on the sharded backend, or map on an unsharded one"
+        )
     if sharding is not None:
         key += sharding.key()
     entry = cache.get(key)
     if entry is None or entry[0] is not program:
         size = batch if sharding is None else sharding.shard_size(batch)
-        staged = StagedMachine(program, backend, size, max_stack_depth, prof is not None, max_steps)
+        staged = StagedMachine(
+            program, backend, size, max_stack_depth, profiled, max_steps, refill_plan
+        )
         if sharding is None:
             compiled = backend.jit(_traced(staged, backend))
         else:  # every device runs this machine on its share of the batch
@@ -541,7 +573,7 @@ def _traced(staged: StagedMachine, backend):
     def run(inputs, live=None):
         backend.traces += 1  # runs only while tracing: counts compilations
         outputs, final = staged.run(inputs, live)
-        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "posted")}
+        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "posted", "refill")}
         info["pc"] = final["pc"]["top"]
         return outputs, info
 

@@ -1,0 +1,181 @@
+"""Refill (``fn.map(inputs, width=B)``): N inputs through B lanes equal the per-example run.
+
+Every test runs on every backend (`tests/backends.py`). The oracle is
+``fn(*args, dry_run=True)``. Input counts below, at and above the width, and
+not a multiple of it; both scheduling policies; recursion (stack depths reset
+between the inputs a lane runs), loops, tuple and namedtuple results, vector
+arguments and values shared by every input. Occupancy counts show that refill
+keeps lanes busy where a lockstep batch idles them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcbatch
+from pcbatch import examples
+from pcbatch.vm.machine import StepLimitError
+from tests.backends import BACKEND_NAMES, assert_close, backend, backend_param
+from tests.programs.python_corpus import PY_CORPUS_BY_NAME
+
+# (corpus program, input count, width): N < B, N == B, N not a multiple of B.
+CORPUS_CASES = [
+    ("collatz", 9, 16),
+    ("even_odd", 12, 12),
+    ("ackermann", 10, 3),
+    ("mod3", 11, 4),
+    ("hanoi", 7, 2),
+    ("gcd_mod", 10, 3),
+    ("newton_sqrt", 9, 4),
+    ("search_sorted", 10, 3),
+    ("nuts_trajectories", 7, 3),
+    ("leapfrog_oscillator", 8, 3),
+]
+NUMPY_ONLY = {"guarded_lookup", "guarded_div", "first_big"}
+
+
+def _leaves(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _assert_same(actual, expected, backend_name):
+    assert type(actual) is type(expected) or not isinstance(expected, tuple)
+    for a, e in zip(_leaves(actual), _leaves(expected), strict=True):
+        assert_close(a, e, backend_name)
+
+
+@backend_param
+@pytest.mark.parametrize("name, count, width", CORPUS_CASES, ids=lambda v: str(v))
+def test_map_equals_dry_run(backend_name, name, count, width):
+    entry = PY_CORPUS_BY_NAME[name]
+    args = entry.make_args(np.random.RandomState(count), count)
+    expected = entry.fn(*args, dry_run=True)
+    actual = entry.fn.map(
+        *args, width=width, max_stack_depth=entry.max_stack_depth, backend=backend(backend_name)
+    )
+    _assert_same(actual, expected, backend_name)
+
+
+@backend_param
+@pytest.mark.parametrize("schedule", ["lowest_pc", "returns_first"])
+def test_map_under_every_policy(backend_name, schedule):
+    x = np.random.RandomState(5).randint(0, 1000, 9)
+    n_traj = np.random.RandomState(6).randint(0, 5, 9)
+    expected = examples.trajectories(x, n_traj, dry_run=True)
+    actual = examples.trajectories.map(
+        x, n_traj, width=5, schedule=schedule, backend=backend(backend_name)
+    )
+    _assert_same(actual, expected, backend_name)
+
+
+@backend_param
+def test_map_shares_values_without_the_input_dimension(backend_name):
+    """A 0-d argument is one value for every input, as in a plain batched call; inputs
+    may be given by keyword."""
+    entry = PY_CORPUS_BY_NAME["gcd_mod"]
+    a = np.random.RandomState(0).randint(0, 200, 10)
+    expected = entry.fn(a, np.int64(84), dry_run=True)
+    actual = entry.fn.map(a, b=np.int64(84), width=4, backend=backend(backend_name))
+    _assert_same(actual, expected, backend_name)
+
+
+@backend_param
+def test_map_of_no_inputs(backend_name):
+    result = examples.fib.map(np.zeros((0,), np.int64), width=8, backend=backend(backend_name))
+    assert np.asarray(result).shape == (0,)
+    assert np.asarray(result).dtype == np.asarray(examples.fib(np.array([3]))).dtype
+
+
+@backend_param
+def test_map_with_deep_and_too_deep_recursion(backend_name):
+    """A lane runs shallow inputs after a deep one (its stacks start empty again)."""
+    n = np.array([2, 11, 3, 1, 9, 10, 4])
+    expected = examples.fib(n, dry_run=True)
+    actual = examples.fib.map(n, width=3, max_stack_depth=11, backend=backend(backend_name))
+    assert_close(actual, expected, backend_name)
+    with pytest.raises(pcbatch.StackOverflowError) as info:
+        examples.fib.map(n, width=3, max_stack_depth=5, backend=backend(backend_name))
+    assert info.value.function == "fib"
+    assert info.value.suggested_depth is not None and info.value.suggested_depth >= 10
+
+
+@backend_param
+def test_map_honors_max_steps(backend_name):
+    x = np.arange(1, 40)
+    with pytest.raises(StepLimitError):
+        examples.collatz.map(x, width=4, max_steps=50, backend=backend(backend_name))
+
+
+def _counts(backend_name, run):
+    with pcbatch.profile() as prof:
+        run(backend(backend_name))
+    return prof
+
+
+@backend_param
+def test_refill_keeps_lanes_busy(backend_name):
+    """Collatz over 120 inputs, 10 lanes: refill against 12 lockstep chunks of 10
+    (the default group for 10 lanes is 1: each lane refilled at once)."""
+    x = np.arange(1, 121)
+
+    def chunked(b):
+        for start in range(0, len(x), 10):
+            examples.collatz(x[start : start + 10], backend=b)
+
+    lockstep = _counts(backend_name, chunked)
+    refilled = _counts(backend_name, lambda b: examples.collatz.map(x, width=10, backend=b))
+    assert refilled.occupancy > 0.9 > lockstep.occupancy
+    assert refilled.lane_utilization > 1.5 * lockstep.lane_utilization
+    assert refilled.block_executions < lockstep.block_executions
+    # Each input runs its own instructions: the threads each primitive ran for agree.
+    assert refilled.primitive_lanes == lockstep.primitive_lanes
+
+
+@pytest.mark.skipif(len(BACKEND_NAMES) < 2, reason="needs a compiled backend")
+def test_refill_counts_agree_across_backends():
+    n = np.random.RandomState(2).randint(1, 14, 21)
+    run = lambda b: examples.fib.map(n, width=6, backend=b)
+    reference = _counts("numpy", run).as_dict()
+    for name in BACKEND_NAMES[1:]:
+        counts = _counts(name, run).as_dict()
+        for key in ("block_executions", "primitive_executions", "primitive_lanes"):
+            assert counts[key] == reference[key], (name, key)
+        assert counts["occupancy"] == pytest.approx(reference["occupancy"], rel=1e-6)
+
+
+@backend_param
+def test_refill_in_groups(backend_name):
+    """Free lanes wait for company: same results, fewer steps, higher utilization."""
+    x = np.arange(1, 201)
+    expected = examples.collatz(x, dry_run=True)
+    profiles = {}
+    for group in (1, 5, 20):
+        with pcbatch.profile() as profiles[group]:
+            result = examples.collatz.map(x, width=20, group=group, backend=backend(backend_name))
+        assert_close(result, expected, backend_name)
+    assert profiles[5].block_executions < profiles[1].block_executions
+    assert profiles[5].lane_utilization > profiles[1].lane_utilization
+    assert profiles[20].occupancy < profiles[1].occupancy
+
+
+def test_map_rejects_bad_options():
+    x = np.arange(1, 5)
+    for width in (0, -2, 2.5, None, True):
+        with pytest.raises(ValueError, match="width"):
+            examples.collatz.map(x, width=width)
+    with pytest.raises(ValueError, match="group"):
+        examples.collatz.map(x, width=2, group=0)
+    with pytest.raises(ValueError, match="stackless"):
+        examples.collatz.map(x, width=2, stackless=True)
+    with pytest.raises(TypeError, match="collatz"):
+        examples.collatz.map(x, x, width=2)
+
+
+def test_map_dry_run_is_the_per_example_run():
+    x = np.arange(1, 9)
+    np.testing.assert_array_equal(
+        examples.collatz.map(x, width=3, dry_run=True), examples.collatz(x, dry_run=True)
+    )
