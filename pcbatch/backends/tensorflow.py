@@ -170,9 +170,6 @@ class TensorFlowBackend:
         updates = self.where(valid, tf.cast(values, stack.dtype), current)
         return tf.tensor_scatter_nd_update(stack, indices, updates)
 
-    def arange(self, size: int):
-        return tf.range(size, dtype=tf.int32)
-
     def take(self, array, index):
         """``array[index]`` along the first axis (``index`` in range)."""
         return tf.gather(array, index)
