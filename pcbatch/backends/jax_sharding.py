@@ -70,15 +70,22 @@ class BatchSharding:
         """What a compiled sharded run depends on besides the program and its inputs."""
         return (self.mesh, self.axis, self.gather)
 
-    def build(self, traced: Callable, batch: int, shard_size: int) -> ShardedRun:
-        """The sharded run of ``traced`` (``(inputs, live) -> (outputs, info)``)."""
+    def build(
+        self, traced: Callable, batch: int, shard_size: int, refill: bool = False
+    ) -> ShardedRun:
+        """The sharded run of ``traced`` (``(inputs, live) -> (outputs, info)``).
+
+        With ``refill``, ``batch`` counts pending inputs and each device refills its
+        lanes from its own share of them (padding inputs, copies of the last, run too:
+        a lane has no way to start halted mid-run; their results are dropped).
+        """
         mesh, axis, batch_spec = self.mesh, self.axis, P(self.axis)
         padded = shard_size * self.devices
 
         def per_shard(inputs):
             first = lax.axis_index(axis) * shard_size
             live = first + jnp.arange(shard_size) < batch  # padding threads start halted
-            outputs, info = traced(inputs, live)
+            outputs, info = traced(inputs, None if refill else live)
             return outputs, jax.tree_util.tree_map(lambda v: v[None], info)
 
         def run(inputs):

@@ -530,32 +530,30 @@ def execute(
     from pcbatch.vm import machine
 
     count = machine.batch_size_of(program, args)
-    batch = count if refill is None else min(refill[0], count)
-    refill_plan = None if refill is None else (count, min(refill[1], batch))
     inputs = _with_batch_dims(program, args)
     prof = profiling.current()
     signature = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", ""))) for x in flatten(inputs))
     profiled = prof is not None
-    key = (id(program), batch, signature, max_stack_depth, max_steps, profiled, refill_plan)
+    sharding = getattr(backend, "sharding", None) if count else None
+    key = (id(program), count, signature, max_stack_depth, max_steps, profiled, refill)
+    key += () if sharding is None else sharding.key()
     cache = backend.compile_cache if cache is None else cache
-    sharding = getattr(backend, "sharding", None) if batch else None
-    if sharding is not None and refill is not None:
-        raise NotImplementedError(
-            f"{program.main}.map() does not run on a sharded JaxBackend yet; call "
-            f"{program.main}(...) on the sharded backend, or map on an unsharded one"
-        )
-    if sharding is not None:
-        key += sharding.key()
     entry = cache.get(key)
     if entry is None or entry[0] is not program:
-        size = batch if sharding is None else sharding.shard_size(batch)
+        # Sharded, every device runs the machine on its share of the threads (or, with
+        # refill, of the pending inputs, through its share of the lanes).
+        share = count if sharding is None else sharding.shard_size(count)
+        lanes = share if refill is None else min(_per_device(refill[0], sharding), share)
+        refill_plan = None if refill is None else (share, min(refill[1], lanes))
         staged = StagedMachine(
-            program, backend, size, max_stack_depth, profiled, max_steps, refill_plan
+            program, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan
         )
         if sharding is None:
             compiled = backend.jit(_traced(staged, backend))
-        else:  # every device runs this machine on its share of the batch
-            compiled = sharding.build(_traced(staged, backend), batch, size)
+        else:
+            compiled = sharding.build(
+                _traced(staged, backend), count, share, refill=refill is not None
+            )
         entry = (program, compiled, staged)
         cache[key] = entry
     _, compiled, staged = entry
@@ -567,6 +565,11 @@ def execute(
     if prof is not None:
         _record(prof, program, staged, info, backend)
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _per_device(width: int, sharding) -> int:
+    """Lanes per device: the width split over the devices (all of it without a mesh)."""
+    return width if sharding is None else -(-width // sharding.devices)
 
 
 def _traced(staged: StagedMachine, backend):

@@ -221,8 +221,22 @@ def check_layout(devices: int) -> None:
         twice = jax.jit(lambda a: 2 * examples.collatz(a, backend=backend))
         np.testing.assert_array_equal(np.asarray(twice(x[:-1])), 2 * truth[:-1])
 
+    def refill_per_shard():
+        # Each device refills its own lanes from its share of the inputs.
+        for n, width in ((4 * devices + 3, 2 * devices), (3, devices), (4 * devices, 3)):
+            inputs = np.arange(1, n + 1) * 7
+            for gather in (False, True):
+                backend = sharded(devices, gather=gather)
+                with pcbatch.profile() as prof:
+                    out = examples.collatz.map(inputs, width=width, backend=backend)
+                np.testing.assert_array_equal(
+                    np.asarray(out), examples.collatz(inputs, dry_run=True)
+                )
+                assert len(prof.shard_block_executions) == devices
+
     for case in (stays_sharded, gathered, per_shard_counts, padding_never_runs,
-                 per_example_arguments_broadcast, inputs_from_anywhere, inside_a_users_jit):
+                 per_example_arguments_broadcast, inputs_from_anywhere, inside_a_users_jit,
+                 refill_per_shard):
         report(case.__name__, case)
 
 
