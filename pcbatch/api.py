@@ -73,7 +73,8 @@ class BatchedFunction:
         give `NumpyBackend`).
       block_code_cache: a dict for compiled block code to live across calls
         (used by compiled backends; accepted and ignored on NumPy).
-      max_steps: stop with `StepLimitError` after this many VM steps.
+      max_steps: stop with `StepLimitError`, naming the lines where threads still
+        run, after this many VM steps (default None: no bound).
       schedule: the block-ordering policy, "lowest_pc" (default) or "returns_first"
         (see `pcbatch.passes.order_blocks`); results are the same under every policy.
     """
