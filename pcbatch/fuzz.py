@@ -13,7 +13,8 @@ must equal the per-example run bit for bit, whatever order it computes in.
 
 Covered: nested if/elif/else, while and for-range loops, break, continue, early
 return, short-circuit ``and``/``or``/``not``, calls, self and mutual recursion,
-tuple results and unpacking, int scalars and float arrays with event shapes.
+tuple results and unpacking, int scalars, an int array ``v`` of event shape
+(2,) (indexed, reversed, summed) and float arrays of several event shapes.
 
 The ``chooser`` makes every random decision: ``chooser.integer(lo, hi)`` returns an
 int in ``[lo, hi]``. `RandomChooser` wraps `random.Random`; the test suite adapts
@@ -39,6 +40,7 @@ EVENT_SHAPES = ((), (3,), (2, 2))
 MAX_FUNCTIONS = 3
 MAX_DEPTH_ARG = 3  # the recursion budget ``d`` of main's inputs
 MAX_TRIPS = 3  # the most iterations of any one loop
+VEC_SIZE = 2  # the event size of the int array ``v`` every function keeps
 INDENT = "    "
 
 
@@ -89,6 +91,7 @@ class _Function:
         self.calls_left = 2
         # Parameters only, until the locals are first assigned.
         self.int_names, self.float_names = ("n",), ("x",)
+        self.vector = False  # whether the int event ``v`` is assigned yet
 
     def pick(self, options):
         return options[self.c.integer(0, len(options) - 1)]
@@ -104,7 +107,9 @@ class _Function:
         self.emit(1, f"a = {self.int_expr((), 1)}")
         self.emit(1, "b = 0")
         self.emit(1, f"y = {self.float_expr((), 1)}")
+        self.emit(1, f"v = np.arange({VEC_SIZE}) + a")
         self.int_names, self.float_names = INT_VARS, FLOAT_VARS
+        self.vector = True
         self.block(1, (), loop=False, size=self.c.integer(1, 4))
         self.emit(1, f"return {self.int_expr((), 2)}, {self.float_expr((), 2)}")
         return "\n".join(self.lines)
@@ -113,6 +118,8 @@ class _Function:
     def int_expr(self, scope: tuple, depth: int) -> str:
         """An int64 scalar expression; ``scope`` holds loop variables readable here."""
         leaves = [*self.int_names, *scope, str(self.c.integer(-2, 3))]
+        if self.vector:
+            leaves += ["np.sum(v)", f"v[{self.c.integer(-VEC_SIZE, VEC_SIZE - 1)}]"]
         if depth <= 0 or self.c.integer(0, 2) == 0:
             return self.pick(leaves)
         op = self.pick(["+", "-", "*", "clip", "min"])
@@ -165,7 +172,7 @@ class _Function:
 
     def statement(self, depth: int, scope: tuple, loop: bool) -> None:
         nested = depth < 4
-        kinds = ["int", "float", "int", "float"]
+        kinds = ["int", "float", "int", "float", "vec"]
         if nested:
             kinds += ["if", "if", "while", "for"]
         if self.calls_left and len(scope) <= 1:  # calls in nested loops would multiply
@@ -179,6 +186,12 @@ class _Function:
 
     def stmt_int(self, depth, scope, loop) -> None:
         self.emit(depth, f"{self.pick(INT_VARS[1:])} = {self.int_expr(scope, 2)}")
+
+    def stmt_vec(self, depth, scope, loop) -> None:
+        if self.c.integer(0, 1):
+            self.emit(depth, f"v = np.clip(v * {self.int_expr(scope, 1)} + 1, -20, 20)")
+        else:
+            self.emit(depth, "v = v[::-1]")
 
     def stmt_float(self, depth, scope, loop) -> None:
         self.emit(depth, f"{self.pick(FLOAT_VARS[1:])} = {self.float_expr(scope, 2)}")

@@ -76,7 +76,8 @@ def test_generated_programs_cover_the_subset():
     """The generator reaches every construct the fuzzer claims to cover."""
     sources = "\n".join(fuzz.generate(fuzz.RandomChooser(s)).source for s in range(200))
     for construct in ["elif ", "else:", "while ", "for ", "break", "continue", " and ",
-                      " or ", "not (", "np.sum(", "= f0(", "= f1(", "= f2(", "return"]:
+                      " or ", "not (", "np.sum(", "= f0(", "= f1(", "= f2(", "return",
+                      "v[::-1]", "np.sum(v)", "v[-"]:
         assert construct in sources, construct
     shapes = {fuzz.generate(fuzz.RandomChooser(s)).event_shape for s in range(50)}
     assert shapes == set(fuzz.EVENT_SHAPES)
