@@ -35,6 +35,7 @@ from pcbatch import tracebacks
 from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
+from pcbatch.errors import BatchSizeError
 from pcbatch.frontend import fence
 from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.to_ir import Translator
@@ -72,7 +73,8 @@ class BatchedFunction:
         give `NumpyBackend`).
       block_code_cache: a dict for compiled block code to live across calls
         (used by compiled backends; accepted and ignored on NumPy).
-      max_steps: stop with `StepLimitError` after this many VM steps.
+      max_steps: stop with `StepLimitError`, naming the lines where threads still
+        run, after this many VM steps (default None: no bound).
       schedule: the scheduling policy, "most_threads" (default), "lowest_pc" or
         "returns_first" (see `pcbatch.passes.order_blocks`); results are the same
         under every policy.
@@ -96,7 +98,7 @@ class BatchedFunction:
         values = self._bind(args, kwargs)
         try:
             if options.get("dry_run"):
-                return _dry_run_call(self.python_function, values)
+                return _dry_run_call(self, values)
             return self.context._run(self.name, values, options)
         except Exception as e:
             # Errors point at the user's code: drop pcbatch's frames below this one.
@@ -142,29 +144,55 @@ class BatchedFunction:
                 f"{self.name}(): {e}. Call options are: {', '.join(CALL_OPTIONS)}"
             ) from None
         bound.apply_defaults()
-        return [_as_array_pattern(v) for v in bound.arguments.values()]
+        return [
+            _as_array_pattern(value, f"{self.name}(): argument {param!r}")
+            for param, value in bound.arguments.items()
+        ]
 
 
-def _as_array_pattern(value: Any) -> Any:
+# Array kinds a primitive can compute on: bool, signed and unsigned ints, floats, complex.
+_NUMERIC_KINDS = "biufc"
+
+
+def _as_array_pattern(value: Any, what: str = "argument") -> Any:
+    """``value`` with every leaf an array; lists become tuples (patterns are hashable)."""
     if is_pattern_node(value):
-        return map_pattern(_as_array_pattern, value)
+        items = [_as_array_pattern(v, what) for v in value]
+        return tuple(items) if isinstance(value, list) else rebuild(value, items)
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return value  # an array of some library: the backend takes it as it is
     try:
-        return np.asarray(value)
+        array = np.asarray(value)
     except Exception as e:  # noqa: BLE001 - any conversion failure is the user's input
-        raise TypeError(f"cannot use {value!r} as a batched argument: {e}") from None
+        raise TypeError(f"{what}: cannot use {value!r} as a batched argument: {e}") from None
+    if array.dtype.kind not in _NUMERIC_KINDS:
+        raise TypeError(
+            f"{what}: cannot use {_short(value)} as a batched argument: it becomes a NumPy "
+            f"array of dtype {array.dtype}, not of numbers or booleans"
+        )
+    return array
 
 
-def _batch_size(values: list) -> int:
-    sizes = set()
-    for value in values:
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _batch_size(values: list, function: str = "", params: Sequence = ()) -> int:
+    """The common batch size of ``values`` (size-1 and 0-d leaves broadcast)."""
+    sizes: dict = {}
+    for k, value in enumerate(values):
         for leaf in _leaves(value):
             if np.ndim(leaf) >= 1 and np.shape(leaf)[0] != 1:
-                sizes.add(np.shape(leaf)[0])
+                name = params[k] if k < len(params) else f"#{k}"
+                sizes.setdefault(int(np.shape(leaf)[0]), name)
     if len(sizes) > 1:
-        raise ValueError(f"arguments have different batch sizes {sorted(sizes)}")
-    return sizes.pop() if sizes else 1
+        (n1, a1), (n2, a2) = list(sizes.items())[:2]
+        raise BatchSizeError(
+            f"{function}(): argument {a1!r} has batch size {n1} but argument {a2!r} has "
+            f"batch size {n2}; give every argument the same batch size, or size 1 to broadcast"
+        )
+    return next(iter(sizes)) if sizes else 1
 
 
 def _leaves(value: Any) -> list:
@@ -189,16 +217,23 @@ def _stack(results: list) -> Any:
     return np.stack([np.asarray(r) for r in results])
 
 
-def _dry_run_call(function: Callable, values: list) -> Any:
-    """Runs ``function`` on each batch member alone and stacks the results."""
-    size = _batch_size(values)
+def _dry_run_call(batched: BatchedFunction, values: list) -> Any:
+    """Runs the plain function on each batch member alone and stacks the results.
+
+    An empty batch has no example to run; its (empty) results take their dtypes and
+    shapes from the compiled program on NumPy, as a batched run's would.
+    """
+    size = _batch_size(values, batched.name, tuple(batched.signature.parameters))
+    if size == 0:
+        host = [map_pattern(np.asarray, v) for v in values]
+        return batched.context._run(batched.name, host, {"backend": NumpyBackend()})
     _dry_run.depth = getattr(_dry_run, "depth", 0) + 1
     try:
-        results = [function(*[_example(v, i) for v in values]) for i in range(size)]
+        results = [
+            batched.python_function(*[_example(v, i) for v in values]) for i in range(size)
+        ]
     finally:
         _dry_run.depth -= 1
-    if not results:
-        raise ValueError("dry_run needs a batch of at least one example")
     return _stack(results)
 
 

@@ -38,6 +38,24 @@ MAX_SWEEPS = 200
 _DUMMY_BATCHES = (2, 3)  # two sizes tell a batched result from a broadcast constant
 
 
+# What JAX and TensorFlow raise when traced code uses a batched value as a Python bool.
+_BOOL_OF_TRACED = (
+    "TracerBoolConversionError",
+    "ConcretizationTypeError",
+    "OperatorNotAllowedInGraphError",
+)
+
+
+def _advice(error: Exception) -> str:
+    if type(error).__name__ in _BOOL_OF_TRACED:
+        return (
+            "A plain (undecorated) helper used a batched value as a Python bool (if, "
+            "while, and/or, or recursion that stops on a value), which compiled backends "
+            "cannot run: decorate the helper with ctx.batch, or use np.where in it."
+        )
+    return "Make it accept any value of those types, or give the function a type_inference."
+
+
 def as_type(t: Any) -> Type:
     """Accepts a Type, a TensorType or a pattern of TensorTypes."""
     return t if isinstance(t, Type) else Type(t)
@@ -158,8 +176,7 @@ class _Inference:
             raise TypeInferenceError(
                 f"primitive {op.label!r}{where(op.loc)} failed on dummy inputs (all ones, then "
                 f"all zeros) of types {list(in_types)}, so its result type is unknown: "
-                f"{type(first).__name__}: {first}. Make it accept any value of those types, "
-                "or give the function a type_inference."
+                f"{type(first).__name__}: {first}. {_advice(first)}"
             ) from first
 
     def strip_batch(self, op: PrimOp, small: Any, large: Any, names: Any) -> Any:

@@ -426,7 +426,7 @@ def _loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> 
         if block >= halt:
             return
         if max_steps is not None and steps >= max_steps:
-            raise _step_limit_error(run, pc, halt, max_steps)
+            raise step_limit_error(run.program, pc, max_steps)
         lanes = backend.lanes_at(pc, block)
         if run.profile is None:
             runners[block](run, lanes)
@@ -448,17 +448,19 @@ def _profiled_step(run: _Run, runner, block: int, lanes, pc, halt: int) -> None:
     )
 
 
-def _step_limit_error(run: _Run, pc, halt: int, max_steps: int) -> StepLimitError:
+def step_limit_error(program: Program, pc, max_steps: int) -> StepLimitError:
+    """The error for a run stopped by ``max_steps``, naming where threads still are."""
     pcs = np.asarray(pc)
+    halt = len(program.graph)
     waiting = sorted(set(int(p) for p in pcs[pcs < halt]))
     places = []
     for index in waiting[:5]:
-        block = run.program.graph.blocks[index]
+        block = program.graph.blocks[index]
         loc = next((op.loc for op in block.instructions if op.loc), block.terminator.loc)
         places.append(f"{block.label}{where(loc)}")
     live = int(np.count_nonzero(pcs < halt))
     return StepLimitError(
-        f"{run.program.main}() did not finish in max_steps={max_steps} VM steps; {live} "
+        f"{program.main}() did not finish in max_steps={max_steps} VM steps; {live} "
         f"thread(s) still running, waiting at: {'; '.join(places)}. If the program is "
         "meant to run this long, pass a larger max_steps."
     )

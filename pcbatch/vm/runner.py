@@ -48,26 +48,45 @@ def normalize_signature(sig) -> tuple:
 
 
 class CompileCache:
-    """Lowered (or typed, for stackless) programs keyed by signature and backend."""
+    """Lowered (or typed, for stackless) programs keyed by signature and backend.
+
+    Safe to share between threads: each key is compiled once, by the first thread
+    that asks for it, while the others asking for that key wait for its result.
+    """
 
     def __init__(self):
         self._entries: dict = {}
+        self._compiling: dict = {}  # key -> the lock held while that key compiles
         self._lock = threading.Lock()
 
     def get(self, program: Program, sig, backend, *, lowered: bool, schedule=None) -> Program:
         sig = normalize_signature(sig)
         key = (id(program), sig, type(backend).__name__, lowered, schedule)
+        hit = self._lookup(key, program)
+        if hit is not None:
+            return hit
+        with self._lock:
+            key_lock = self._compiling.setdefault(key, threading.Lock())
+        with key_lock:
+            hit = self._lookup(key, program)
+            if hit is not None:
+                return hit
+            if lowered:
+                compiled = pipeline.compile_program(program, sig, backend, schedule=schedule)
+            else:
+                compiled = pipeline.compile_program(
+                    program, sig, backend, stop_after="infer_types"
+                )
+            with self._lock:
+                self._entries[key] = (program, compiled)
+                self._compiling.pop(key, None)
+        return compiled
+
+    def _lookup(self, key, program: Program) -> Program | None:
+        # An id can be reused by a new program once the old one is freed: check it.
         with self._lock:
             hit = self._entries.get(key)
-        if hit is not None and hit[0] is program:
-            return hit[1]
-        if lowered:
-            compiled = pipeline.compile_program(program, sig, backend, schedule=schedule)
-        else:
-            compiled = pipeline.compile_program(program, sig, backend, stop_after="infer_types")
-        with self._lock:
-            self._entries[key] = (program, compiled)
-        return compiled
+        return hit[1] if hit is not None and hit[0] is program else None
 
 
 _DEFAULT_CACHE = CompileCache()

@@ -483,7 +483,10 @@ class StagedMachine:
                 s = self.refill.after_step(s)
             return dict(s, steps=s["steps"] + 1)
 
-        final = ops.while_loop(keep_going, step, state)
+        # An empty batch has no block to run (and no minimum to take): its outputs
+        # are the initial, empty values.
+        empty = self.layout.batch_size == 0
+        final = state if empty else ops.while_loop(keep_going, step, state)
         if self.refill is not None:
             return tuple(self.refill.outputs(final)), final
         outputs = []
@@ -603,10 +606,7 @@ def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> 
         )
     pcs = backend.to_host(info["pc"])
     if max_steps is not None and (pcs < staged.halt).any():
-        raise machine.StepLimitError(
-            f"{program.main}() did not finish in max_steps={max_steps} VM steps; "
-            f"{int((pcs < staged.halt).sum())} thread(s) still running"
-        )
+        raise machine.step_limit_error(program, pcs, max_steps)
 
 
 def _record(prof, program, staged, info, backend) -> None:

@@ -1,0 +1,273 @@
+"""Random programs in the batchable subset, as Python source, for differential testing.
+
+Contract: `generate(chooser)` returns a `FuzzProgram`: the source of a module that
+defines ``ctx = pcbatch.Context()`` and functions ``f0 .. fK`` decorated with
+``@ctx.batch``, each ``fJ(n, x, d) -> (int, float)`` where ``n`` is an int64
+scalar, ``x`` a float64 value of the program's event shape and ``d`` the
+recursion budget. Every program terminates on every input: ``while`` loops carry
+a counter bounded by a constant, ``for`` loops run over ``range`` of a clipped
+bound, and each call passes ``d - 1`` to a function that returns at once when
+``d <= 0``. Every variable read is assigned on every path before it, and float
+arithmetic is exact (halving, adding quarters, min/max/abs), so a batched run
+must equal the per-example run bit for bit, whatever order it computes in.
+
+Covered: nested if/elif/else, while and for-range loops, break, continue, early
+return, short-circuit ``and``/``or``/``not``, calls, self and mutual recursion,
+tuple results and unpacking, int scalars, an int array ``v`` of event shape
+(2,) (indexed, reversed, summed) and float arrays of several event shapes.
+
+The ``chooser`` makes every random decision: ``chooser.integer(lo, hi)`` returns an
+int in ``[lo, hi]``. `RandomChooser` wraps `random.Random`; the test suite adapts
+Hypothesis's ``data.draw`` so failing programs shrink. `load` writes the source
+to a file and imports it (pcbatch compiles functions from their source file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import os
+import random
+import sys
+from typing import Any
+
+import numpy as np
+
+INT_VARS = ("n", "a", "b")
+FLOAT_VARS = ("x", "y")
+EVENT_SHAPES = ((), (3,), (2, 2))
+MAX_FUNCTIONS = 3
+MAX_DEPTH_ARG = 3  # the recursion budget ``d`` of main's inputs
+MAX_TRIPS = 3  # the most iterations of any one loop
+VEC_SIZE = 2  # the event size of the int array ``v`` every function keeps
+INDENT = "    "
+
+
+@dataclasses.dataclass(frozen=True)
+class FuzzProgram:
+    """A generated module's source and what its inputs look like."""
+
+    source: str
+    event_shape: tuple
+    n_functions: int
+
+    def make_args(self, rng: np.random.RandomState, batch_size: int) -> list:
+        """Random ``(n, x, d)`` batches; floats are multiples of 0.25, so exact."""
+        n = rng.randint(-3, 7, size=batch_size).astype(np.int64)
+        x = rng.randint(-8, 9, size=(batch_size, *self.event_shape)) * 0.25
+        d = rng.randint(0, MAX_DEPTH_ARG + 1, size=batch_size).astype(np.int64)
+        return [n, x.astype(np.float64), d]
+
+
+class RandomChooser:
+    """Decisions from a seeded `random.Random`."""
+
+    def __init__(self, seed: int):
+        self.random = random.Random(seed)
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.random.randint(lo, hi)
+
+
+def generate(chooser) -> FuzzProgram:
+    """A random program; see the module docstring."""
+    shape = EVENT_SHAPES[chooser.integer(0, len(EVENT_SHAPES) - 1)]
+    count = chooser.integer(1, MAX_FUNCTIONS)
+    functions = [_Function(chooser, k, count).source() for k in range(count)]
+    header = "import numpy as np\n\nimport pcbatch\n\nctx = pcbatch.Context()\n"
+    return FuzzProgram("\n\n".join([header, *functions]) + "\n", shape, count)
+
+
+class _Function:
+    """Writes one function ``f<index>``; ``count`` functions exist to call."""
+
+    def __init__(self, chooser, index: int, count: int):
+        self.c = chooser
+        self.index = index
+        self.count = count
+        self.lines: list = []
+        self.loops = 0  # loop counters and loop variables made so far (unique names)
+        self.calls_left = 2
+        # Parameters only, until the locals are first assigned.
+        self.int_names, self.float_names = ("n",), ("x",)
+        self.vector = False  # whether the int event ``v`` is assigned yet
+
+    def pick(self, options):
+        return options[self.c.integer(0, len(options) - 1)]
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append(INDENT * depth + text)
+
+    def source(self) -> str:
+        self.emit(0, "@ctx.batch")
+        self.emit(0, f"def f{self.index}(n, x, d):")
+        self.emit(1, "if d <= 0:")
+        self.emit(2, f"return {self.int_expr((), 1)}, {self.float_expr((), 1)}")
+        self.emit(1, f"a = {self.int_expr((), 1)}")
+        self.emit(1, "b = 0")
+        self.emit(1, f"y = {self.float_expr((), 1)}")
+        self.emit(1, f"v = np.arange({VEC_SIZE}) + a")
+        self.int_names, self.float_names = INT_VARS, FLOAT_VARS
+        self.vector = True
+        self.block(1, (), loop=False, size=self.c.integer(1, 4))
+        self.emit(1, f"return {self.int_expr((), 2)}, {self.float_expr((), 2)}")
+        return "\n".join(self.lines)
+
+    # -- expressions -------------------------------------------------------------------
+    def int_expr(self, scope: tuple, depth: int) -> str:
+        """An int64 scalar expression; ``scope`` holds loop variables readable here."""
+        leaves = [*self.int_names, *scope, str(self.c.integer(-2, 3))]
+        if self.vector:
+            leaves += ["np.sum(v)", f"v[{self.c.integer(-VEC_SIZE, VEC_SIZE - 1)}]"]
+        if depth <= 0 or self.c.integer(0, 2) == 0:
+            return self.pick(leaves)
+        op = self.pick(["+", "-", "*", "clip", "min"])
+        left, right = self.int_expr(scope, depth - 1), self.int_expr(scope, depth - 1)
+        if op == "clip":  # keeps values small, so products never overflow
+            return f"np.clip({left}, -20, 20)"
+        if op == "min":
+            return f"np.minimum({left}, {right})"
+        if op == "*":
+            return f"np.clip({left} * {right}, -50, 50)"
+        return f"({left} {op} {right})"
+
+    def float_expr(self, scope: tuple, depth: int) -> str:
+        """A float64 expression of the event shape: always built on a float variable."""
+        base = self.pick(self.float_names)
+        if depth <= 0 or self.c.integer(0, 2) == 0:
+            return base
+        other = self.float_expr(scope, depth - 1)
+        form = self.c.integer(0, 5)
+        if form == 0:
+            return f"({other} * 0.5)"
+        if form == 1:
+            return f"({other} + {self.pick(['0.25', '-0.5', '1.0'])})"
+        if form == 2:
+            return f"np.maximum({base}, {other})"
+        if form == 3:
+            return f"np.abs({other})"
+        if form == 4:  # an int joins the floats (broadcast over the event)
+            return f"np.clip({other} + {self.int_expr(scope, 1)}, -8.0, 8.0)"
+        return f"np.minimum({base}, {other}) - 0.25"
+
+    def cond(self, scope: tuple, depth: int) -> str:
+        """A per-example bool; ``and``/``or``/``not`` short-circuit per thread."""
+        form = self.c.integer(0, 4 if depth > 0 else 1)
+        if form == 0:
+            op = self.pick(["<", "<=", ">", "==", "!="])
+            return f"{self.int_expr(scope, 1)} {op} {self.int_expr(scope, 1)}"
+        if form == 1:
+            op = self.pick(["<", ">", ">="])
+            return f"np.sum({self.float_expr(scope, 1)}) {op} {self.pick(['0.0', '1.0', '-0.5'])}"
+        if form == 2:
+            return f"not ({self.cond(scope, depth - 1)})"
+        op = self.pick(["and", "or"])
+        return f"({self.cond(scope, depth - 1)} {op} {self.cond(scope, depth - 1)})"
+
+    # -- statements --------------------------------------------------------------------
+    def block(self, depth: int, scope: tuple, loop: bool, size: int) -> None:
+        for _ in range(size):
+            self.statement(depth, scope, loop)
+
+    def statement(self, depth: int, scope: tuple, loop: bool) -> None:
+        nested = depth < 4
+        kinds = ["int", "float", "int", "float", "vec"]
+        if nested:
+            kinds += ["if", "if", "while", "for"]
+        if self.calls_left and len(scope) <= 1:  # calls in nested loops would multiply
+            kinds.append("call")
+        if loop:
+            kinds += ["break", "continue"]
+        if depth > 1:
+            kinds.append("return")
+        kind = self.pick(kinds)
+        getattr(self, f"stmt_{kind}")(depth, scope, loop)
+
+    def stmt_int(self, depth, scope, loop) -> None:
+        self.emit(depth, f"{self.pick(INT_VARS[1:])} = {self.int_expr(scope, 2)}")
+
+    def stmt_vec(self, depth, scope, loop) -> None:
+        if self.c.integer(0, 1):
+            self.emit(depth, f"v = np.clip(v * {self.int_expr(scope, 1)} + 1, -20, 20)")
+        else:
+            self.emit(depth, "v = v[::-1]")
+
+    def stmt_float(self, depth, scope, loop) -> None:
+        self.emit(depth, f"{self.pick(FLOAT_VARS[1:])} = {self.float_expr(scope, 2)}")
+
+    def stmt_if(self, depth, scope, loop) -> None:
+        self.emit(depth, f"if {self.cond(scope, 2)}:")
+        self.block(depth + 1, scope, loop, self.c.integer(1, 2))
+        for _ in range(self.c.integer(0, 1)):
+            self.emit(depth, f"elif {self.cond(scope, 1)}:")
+            self.block(depth + 1, scope, loop, self.c.integer(1, 2))
+        if self.c.integer(0, 1):
+            self.emit(depth, "else:")
+            self.block(depth + 1, scope, loop, self.c.integer(1, 2))
+
+    def stmt_while(self, depth, scope, loop) -> None:
+        self.loops += 1
+        counter = f"c{self.loops}"
+        self.emit(depth, f"{counter} = 0")
+        trips = self.c.integer(1, MAX_TRIPS)
+        self.emit(depth, f"while {counter} < {trips} and {self.cond(scope, 1)}:")
+        # The counter steps first, so a later continue cannot skip it.
+        self.emit(depth + 1, f"{counter} = {counter} + 1")
+        self.block(depth + 1, (*scope, counter), True, self.c.integer(1, 3))
+
+    def stmt_for(self, depth, scope, loop) -> None:
+        self.loops += 1
+        var = f"i{self.loops}"
+        stop = f"np.clip({self.int_expr(scope, 1)}, 0, {MAX_TRIPS})"
+        start = self.pick(["", "0, ", "-1, ", f"np.clip({self.int_expr(scope, 0)}, -1, 1), "])
+        self.emit(depth, f"for {var} in range({start}{stop}):")
+        self.block(depth + 1, (*scope, var), True, self.c.integer(1, 3))
+
+    def stmt_call(self, depth, scope, loop) -> None:
+        self.calls_left -= 1
+        callee = self.c.integer(0, self.count - 1)
+        target = self.pick([("a", "y"), ("b", "x"), ("a", "x")])
+        args = f"{self.int_expr(scope, 1)}, {self.float_expr(scope, 1)}, d - 1"
+        self.emit(depth, f"{target[0]}, {target[1]} = f{callee}({args})")
+
+    def stmt_break(self, depth, scope, loop) -> None:
+        self.emit(depth, f"if {self.cond(scope, 1)}:")
+        self.emit(depth + 1, self.pick(["break", "continue"]))
+
+    stmt_continue = stmt_break
+
+    def stmt_return(self, depth, scope, loop) -> None:
+        self.emit(depth, f"return {self.int_expr(scope, 1)}, {self.float_expr(scope, 1)}")
+
+
+def load(program: FuzzProgram, directory: str) -> Any:
+    """Writes the program's source under ``directory`` and imports it as a new module."""
+    digest = hashlib.sha1(program.source.encode()).hexdigest()[:16]
+    name = f"pcbatch_fuzz_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = os.path.join(directory, f"{name}.py")
+    with open(path, "w") as f:
+        f.write(program.source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def mismatch(program: FuzzProgram, module: Any, args: list, **options) -> str | None:
+    """Runs ``module.f0`` batched (with ``options``) and per example; describes any
+    difference in structure, dtype or value (bit for bit: the arithmetic is exact)."""
+    expected = module.f0(*args, dry_run=True)
+    actual = module.f0(*args, **options)
+    if not isinstance(actual, tuple) or len(actual) != len(expected):
+        return f"result structure {type(actual).__name__} differs from {len(expected)}-tuple"
+    for k, (got, want) in enumerate(zip(actual, expected)):
+        got, want = np.asarray(got), np.asarray(want)
+        if got.dtype != want.dtype or got.shape != want.shape:
+            return f"result {k}: {got.dtype}{got.shape} != {want.dtype}{want.shape}"
+        if not np.array_equal(got, want, equal_nan=True):
+            return f"result {k}: batched {got.tolist()} != per-example {want.tolist()}"
+    return None
