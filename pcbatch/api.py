@@ -130,7 +130,7 @@ class BatchedFunction:
             raise ValueError(f"{self.name}.map() runs on the stack machine; drop stackless=True")
         try:
             if options.get("dry_run"):
-                return _dry_run_call(self.python_function, values)
+                return _dry_run_call(self, values)
             return self.context._run(self.name, values, options, refill=(width, group))
         except Exception as e:
             e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)

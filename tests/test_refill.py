@@ -60,7 +60,7 @@ def test_map_equals_dry_run(backend_name, name, count, width):
 
 
 @backend_param
-@pytest.mark.parametrize("schedule", ["lowest_pc", "returns_first"])
+@pytest.mark.parametrize("schedule", ["lowest_pc", "returns_first", "most_threads"])
 def test_map_under_every_policy(backend_name, schedule):
     x = np.random.RandomState(5).randint(0, 1000, 9)
     n_traj = np.random.RandomState(6).randint(0, 5, 9)
@@ -127,7 +127,9 @@ def test_refill_keeps_lanes_busy(backend_name):
 
     lockstep = _counts(backend_name, chunked)
     refilled = _counts(backend_name, lambda b: examples.collatz.map(x, width=10, backend=b))
-    assert refilled.occupancy > 0.9 > lockstep.occupancy
+    # (Lockstep occupancy says little under the default most_threads policy: threads
+    # that finish wait at main's return for the others instead of halting.)
+    assert refilled.occupancy > 0.9
     assert refilled.lane_utilization > 1.5 * lockstep.lane_utilization
     assert refilled.block_executions < lockstep.block_executions
     # Each input runs its own instructions: the threads each primitive ran for agree.
@@ -179,3 +181,19 @@ def test_map_dry_run_is_the_per_example_run():
     np.testing.assert_array_equal(
         examples.collatz.map(x, width=3, dry_run=True), examples.collatz(x, dry_run=True)
     )
+
+
+@backend_param
+def test_threads_leaving_main_free_their_lanes_under_every_policy(backend_name):
+    """most_threads gathers threads at a loop's exit; with refill it must not, or the
+    lanes of finished threads would wait for the slowest instead of taking new inputs."""
+    x = np.arange(1, 201)
+    steps = {}
+    for schedule in ("lowest_pc", "most_threads"):
+        with pcbatch.profile() as prof:
+            out = examples.collatz.map(
+                x, width=20, schedule=schedule, backend=backend(backend_name)
+            )
+        np.testing.assert_array_equal(np.asarray(out), examples.collatz(x, dry_run=True))
+        steps[schedule] = prof.block_executions
+    assert steps["most_threads"] <= steps["lowest_pc"], steps

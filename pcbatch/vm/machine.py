@@ -415,7 +415,7 @@ def _loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> 
     """Steps until every thread halts; ``after_block(index)`` (if given) runs after each
     block execution and may start new threads (`pcbatch.vm.refill`)."""
     backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
-    plan = policy.plan_for(run.program)
+    plan = policy.plan_for(run.program, refill=after_block is not None)
     # Static policies without sync points: the lowest program counter, as the seed.
     next_block = backend.next_block if plan is None else policy.Scheduler(plan).next_block
     halt = len(run.program.graph)

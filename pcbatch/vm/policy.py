@@ -55,10 +55,17 @@ class Plan:
     #: or b follows a within one loop iteration (a path of forward edges)
     arrivals: np.ndarray
     recursive: np.ndarray  # blocks on a cycle through a call
+    #: blocks where threads return from main, run first when lanes are refilled: a thread
+    #: waiting there holds a lane another input could use
+    exits: np.ndarray
 
 
-def plan_for(program) -> Plan | None:
-    """The plan for a lowered program, or None when plain lowest-pc-first suffices."""
+def plan_for(program, refill: bool = False) -> Plan | None:
+    """The plan for a lowered program, or None when plain lowest-pc-first suffices.
+
+    With ``refill`` (`pcbatch.vm.refill`), threads returning from main never wait for
+    others: their lanes take new inputs at once.
+    """
     blocks = program.graph.blocks
     sync = tuple(i for i, b in enumerate(blocks) if is_sync_label(b.label))
     greedy = getattr(program, "schedule", "lowest_pc") in DYNAMIC
@@ -76,9 +83,24 @@ def plan_for(program) -> Plan | None:
     recursive = (reach & reach.T & calls[None, :]).any(axis=1)
     if recursive.all() and not sync:
         return None  # most_threads keeps the lowest-pc order everywhere: no per-step cost
+    exits = np.array(
+        [
+            refill
+            and b.label.startswith(f"{program.main}.")
+            and isinstance(b.terminator, IndirectGotoOp)
+            for b in blocks
+        ]
+    )
     return Plan(
-        halt, greedy, max(64, 8 * halt), sync, tuple(blockers), tuple(onehots), arrivals,
+        halt,
+        greedy,
+        max(64, 8 * halt),
+        sync,
+        tuple(blockers),
+        tuple(onehots),
+        arrivals,
         recursive,
+        exits,
     )
 
 
@@ -126,6 +148,8 @@ def choose(ops, plan: Plan, pc, wait):
         block = _most_threads(ops, plan, counts, holding, eligible, wait)
     else:
         block = ops.argmax(eligible)  # the first eligible: the lowest program counter
+    exiting = holding & plan.exits
+    block = ops.where(ops.any(exiting), ops.argmax(exiting), block)
     block = ops.where(ops.any(holding), block, plan.halt)
     waited = holding & (ops.arange(plan.halt) != block)
     return block, ops.where(waited, wait + 1, 0)
@@ -186,6 +210,7 @@ class Scheduler:
         self.sync = {s: _rows(b) for s, b in zip(plan.sync_blocks, plan.sync_blockers)}
         self.arrivals_from = [_rows(plan.arrivals[:, b]) for b in range(plan.halt)]
         self.recursive = plan.recursive.tolist()
+        self.exits = plan.exits.tolist()
 
     def next_block(self, pc) -> int:
         counts = np.bincount(np.asarray(pc), minlength=self.plan.halt + 1)
@@ -199,6 +224,9 @@ class Scheduler:
 
     def _pick(self, counts, holding: list) -> int:
         plan, wait, present = self.plan, self.wait, set(holding)
+        exiting = [b for b in holding if self.exits[b]]
+        if exiting:
+            return exiting[0]
         eligible = [b for b in holding if not self._held_back(b, present)] or holding
         if not plan.greedy:
             return eligible[0]

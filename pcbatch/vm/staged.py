@@ -324,7 +324,8 @@ class StagedMachine:
         enabled = getattr(ops, "posts_writes", False)
         self.posted = PostedWrites(program, self.layout, ops, enabled)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
-        self.plan = policy.plan_for(program)  # None: the lowest program counter runs
+        # None: the lowest program counter runs
+        self.plan = policy.plan_for(program, refill=refill_plan is not None)
         self.rows = None
         # With refill, `inputs` hold every pending input and the lanes are refilled
         # after each step (`pcbatch.vm.refill`).
