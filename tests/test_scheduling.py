@@ -108,7 +108,9 @@ def test_sync_with_arguments_is_an_error_at_the_users_line():
 
 def _plan(halt, **changes):
     none = np.zeros((halt, halt), bool)
-    plan = policy.Plan(halt, True, 4, (), (), (), none, np.zeros(halt, bool))
+    plan = policy.Plan(
+        halt, True, 4, (), (), (), none, np.zeros(halt, bool), np.zeros(halt, bool)
+    )
     return policy.Plan(**{**plan.__dict__, **changes})
 
 
@@ -145,6 +147,7 @@ def test_the_numpy_scheduler_follows_the_staged_rule():
         plan = policy.Plan(
             halt, bool(trial % 3), 3, sync, tuple(reach[:, s] & ~o for s, o in zip(sync, onehots)),
             onehots, rng.uniform(size=(halt, halt)) < 0.3, rng.uniform(size=halt) < 0.3,
+            rng.uniform(size=halt) < 0.2,
         )
         scheduler = policy.Scheduler(plan)
         wait = np.zeros(halt, np.int64)
