@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pcbatch.backends import base, numpy_dispatch
+from pcbatch.backends import numpy_dispatch
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
@@ -230,12 +230,9 @@ class TensorFlowBackend:
         return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
 
     def switch(self, index, branches, state):
-        """A tree of two-way ``tf.cond`` (see `base.bisecting_switch`), not ``switch_case``."""
-
-        def two_way(pred, if_true, if_false, s):
-            return tf.cond(pred, lambda: if_true(s), lambda: if_false(s))
-
-        return base.bisecting_switch(two_way, index, branches, state)
+        # tf.switch_case, not a tree of tf.cond as on JAX: measured on the NUTS program in
+        # graph mode, the tree made each call take 92 s against 50 s.
+        return tf.switch_case(index, [lambda b=b: b(state) for b in branches])
 
     def jit(self, function: Callable) -> Callable:
         return tf.function(function, jit_compile=self.jit_compile, autograph=False)
