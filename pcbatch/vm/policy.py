@@ -148,8 +148,9 @@ def choose(ops, plan: Plan, pc, wait):
         block = _most_threads(ops, plan, counts, holding, eligible, wait)
     else:
         block = ops.argmax(eligible)  # the first eligible: the lowest program counter
-    exiting = holding & plan.exits
-    block = ops.where(ops.any(exiting), ops.argmax(exiting), block)
+    if plan.exits.any():  # decided when the plan is made: no cost per step otherwise
+        exiting = holding & plan.exits
+        block = ops.where(ops.any(exiting), ops.argmax(exiting), block)
     block = ops.where(ops.any(holding), block, plan.halt)
     waited = holding & (ops.arange(plan.halt) != block)
     return block, ops.where(waited, wait + 1, 0)
@@ -210,7 +211,7 @@ class Scheduler:
         self.sync = {s: _rows(b) for s, b in zip(plan.sync_blocks, plan.sync_blockers)}
         self.arrivals_from = [_rows(plan.arrivals[:, b]) for b in range(plan.halt)]
         self.recursive = plan.recursive.tolist()
-        self.exits = plan.exits.tolist()
+        self.exits = frozenset(np.flatnonzero(plan.exits).tolist())
 
     def next_block(self, pc) -> int:
         counts = np.bincount(np.asarray(pc), minlength=self.plan.halt + 1)
@@ -224,9 +225,10 @@ class Scheduler:
 
     def _pick(self, counts, holding: list) -> int:
         plan, wait, present = self.plan, self.wait, set(holding)
-        exiting = [b for b in holding if self.exits[b]]
-        if exiting:
-            return exiting[0]
+        if self.exits:
+            exiting = [b for b in holding if b in self.exits]
+            if exiting:
+                return exiting[0]
         eligible = [b for b in holding if not self._held_back(b, present)] or holding
         if not plan.greedy:
             return eligible[0]
