@@ -229,7 +229,7 @@ class TensorFlowBackend:
     def while_loop(self, cond, body, state):
         return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
 
-    def switch(self, index, branches, state):
+    def switch(self, index, branches, state, passes_through: bool = True):
         # tf.switch_case, not a tree of tf.cond as on JAX: measured on the NUTS program in
         # graph mode, the tree made each call take 92 s against 50 s.
         return tf.switch_case(index, [lambda b=b: b(state) for b in branches])

@@ -7,12 +7,12 @@ next draw while other chains are still building trees (cross-trajectory
 batching). The tree is built recursively, as in Hoffman & Gelman's paper:
 ``build_tree`` of depth ``d`` is two subtrees of depth ``d - 1``.
 
-The leapfrog step is its own function, discovered last, so its block (the
-gradient) gets the highest program counter: the VM, which runs the lowest block
-holding a thread, lets every chain finish its cheap bookkeeping before it
-evaluates the gradient once for all chains that reached it. The sampler runs
-under the ``returns_first`` schedule, so chains unwinding their trees all meet
-before the next descent.
+A tree's leaf is one leapfrog step written inline in ``build_tree`` (a call
+to a separate function would cost two more VM steps per leaf: the call and the
+return), and nothing but what is needed after a recursive call is live across
+it (random draws take their dtype from ``energy0``, not from ``q``, so ``q``
+is not saved at every level). The sampler runs under the ``returns_first``
+schedule, so chains unwinding their trees all meet before the next descent.
 
 Constants (buffer sizes, the schedule, the gradient function) are closure variables
 of `build`, so pcbatch treats them as constants.
@@ -94,7 +94,7 @@ def build(
         tree = trees.root(q, p, logp, grad)
         depth = 0
         while depth < max_tree_depth:
-            coin = rnd.uniform(seed, chain, draw, rnd.DIRECTION, depth, q.dtype)
+            coin = rnd.uniform(seed, chain, draw, rnd.DIRECTION, depth, energy0.dtype)
             direction = np.sign(coin - 0.5)  # -1 or +1 in q's dtype (coins are never 0.5)
             q0, p0, grad0 = trees.start_of(tree, direction)
             subtree = build_tree(
@@ -111,12 +111,12 @@ def build(
                 draw,
                 tree.num_leapfrogs,
             )
-            u = rnd.uniform(seed, chain, draw, rnd.ACCEPT, depth, q.dtype)
+            u = rnd.uniform(seed, chain, draw, rnd.ACCEPT, depth, energy0.dtype)
             tree = trees.extend_trajectory(tree, subtree, direction, u, inv_mass)
             depth = depth + 1
             if tree.turning or tree.diverging:
                 break
-        steps_taken = np.maximum(tree.num_leapfrogs, 1).astype(q.dtype)
+        steps_taken = np.maximum(tree.num_leapfrogs, 1).astype(energy0.dtype)
         mean_accept = tree.sum_accept / steps_taken
         return (
             tree.q_proposal,
@@ -133,7 +133,11 @@ def build(
         q, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw, first_leaf
     ):
         if depth == 0:
-            q_new, p_new, logp_new, grad_new = leapfrog(q, p, grad, direction * step, inv_mass)
+            eps = direction * step
+            p_half = p + 0.5 * eps * grad
+            q_new = q + eps * inv_mass * p_half
+            logp_new, grad_new = value_and_grad(q_new)
+            p_new = p_half + 0.5 * eps * grad_new
             return trees.leaf(q_new, p_new, logp_new, grad_new, energy0, inv_mass)
         first = build_tree(
             q,
@@ -166,7 +170,7 @@ def build(
             draw,
             first_leaf + first.num_leapfrogs,
         )
-        u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf * 32 + depth, q.dtype)
+        u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf * 32 + depth, energy0.dtype)
         return trees.merge_subtrees(first, second, direction, u, inv_mass)
 
     @ctx.batch

@@ -43,6 +43,7 @@ from pcbatch.ir.types import (
     rebuild,
 )
 from pcbatch.vm import policy
+from pcbatch.vm.ports import Ports
 
 PC = "__pc__"
 _INDEX = TensorType(np.dtype(np.int32), ())
@@ -173,10 +174,8 @@ class _Block:
         for (key, _), value in zip(self.m.layout.leaves[names], placed_leaves):
             leaf = state["vars"][key]
             if push:
-                slot = self.m.posted.push_slot(self.index, self.position, key)
-                state["vars"][key], overflow, posted = self.m.push(leaf, value, mask, slot)
-                if posted is not None:
-                    state["posted"] = dict(state["posted"], **{slot: posted})
+                before = self.m.posted.push_slot(self.index, self.position, key) is not None
+                state["vars"][key], overflow = self.m.push(leaf, value, mask, before)
                 # In place: the caller holds this dict (a rebinding here would be lost).
                 state.update(self.m.flag_overflow(state, overflow, self.index))
             else:
@@ -184,21 +183,32 @@ class _Block:
 
 
 class PostedWrites:
-    """Writes into large arrays (stacks, item-assigned buffers), made after the block.
+    """Writes into large arrays (stacks, item-assigned buffers), made outside the block.
 
     XLA copies a buffer that a conditional branch writes in place (and, for an N-way
     switch, every buffer a branch passes through), so a scatter into a stack or a
-    buffer of draws inside the block would copy the whole array at every step. A
-    block instead *posts* the write: row indices (out of range for threads not at
-    the block) and values, in a small slot of the loop state; after the block, one
-    scatter per slot, outside any conditional, updates the array in place. A write
-    is posted only when nothing later in the same block touches that array.
+    buffer of draws inside the block would copy the whole array at every step.
+
+    Pushes are written *before* the block: a push saves the variable's current top
+    at its current depth, and when nothing earlier in the block touches the
+    variable those are the values at block entry. So before the switch, one
+    scatter per stack writes the top of the threads at the chosen block (when that
+    block pushes the variable; no row otherwise) straight from the loop state: no
+    value travels through the conditional, and the old top is dead once the block
+    has run (carrying it out of the block made XLA copy every pushed register at
+    every step). The block itself only moves the depth and the top.
+
+    Item assignments are *posted*: row indices (out of range for threads not at the
+    block) and values, in a small slot of the loop state; after the block, one
+    scatter per slot updates the array in place. A write is posted only when nothing
+    later in the same block touches that array.
     """
 
     def __init__(self, program: Program, layout: Layout, ops, enabled: bool):
         self.program, self.layout, self.ops = program, layout, ops
-        self.slots: dict = {}  # slot name -> ("set", key, SetItem) or ("push", key)
+        self.slots: dict = {}  # slot name -> ("set", key, SetItem)
         self.by_site: dict = {}
+        self.pushed_before: dict = {}  # stack key -> blocks whose push is written before them
         if enabled:
             for b, block in enumerate(program.graph.blocks):
                 self._plan_block(b, block)
@@ -214,9 +224,10 @@ class PostedWrites:
                 for name in flatten(op.vars_out):
                     pushes = name not in op.skip_push_mask
                     full = self.program.alloc_of(name) == VariableAllocation.FULL
-                    if pushes and full and not _touched_after(ops, position, name):
+                    if pushes and full and not _touched_before(ops, position, name):
                         for key, _ in self.layout.leaves[name]:
-                            self._add((b, position, key), f"push:{key}", ("push", key))
+                            self.by_site[(b, position, key)] = "before"
+                            self.pushed_before.setdefault(key, set()).add(b)
 
     def _add(self, site, slot: str, spec) -> None:
         self.by_site[site] = slot
@@ -250,11 +261,6 @@ class PostedWrites:
         ops, size = self.ops, self.layout.batch_size
         spec = self.slots[slot]
         t = self._leaf_type(spec[1])
-        if spec[0] == "push":
-            return {
-                "depth": ops.full_pc(size, self.layout.max_stack_depth),
-                "value": ops.zeros((size, *t.shape), t.dtype),
-            }
         function = spec[2]
         integer_axes = [a for a, part in enumerate(function.index) if part is None]
         rest = [d for a, d in enumerate(t.shape) if a not in integer_axes]
@@ -271,7 +277,26 @@ class PostedWrites:
                     return t
         raise KeyError(key)
 
+    def write_pushes(self, state: dict, block) -> dict:
+        """Before ``block`` runs: the pushes it makes, written from the loop state."""
+        if not self.pushed_before:
+            return state
+        ops, halt = self.ops, len(self.program.graph)
+        at_block = state["pc"]["top"] == block
+        state = dict(state)
+        state["vars"] = dict(state["vars"])
+        for key, blocks in self.pushed_before.items():
+            table = ops.asarray(np.isin(np.arange(halt + 1), sorted(blocks)))
+            leaf = state["vars"][key]
+            capacity = leaf["stack"].shape[0]
+            pushing = at_block & ops.take(table, block)
+            target = ops.where(pushing, leaf["depth"], capacity)  # out of range: not written
+            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
+            state["vars"][key] = dict(leaf, stack=stack)
+        return state
+
     def apply(self, state: dict) -> dict:
+        """After the block: the item assignments it posted."""
         if not self.slots:
             return state
         state = dict(state)
@@ -279,26 +304,27 @@ class PostedWrites:
         for slot, spec in self.slots.items():
             write, key = state["posted"][slot], spec[1]
             leaf = state["vars"][key]
-            if spec[0] == "push":
-                stack = self.ops.scatter_rows(leaf["stack"], write["depth"], write["value"])
-                state["vars"][key] = dict(leaf, stack=stack)
-            else:
-                top = self.ops.set_item_rows(
-                    spec[2], leaf["top"], write["value"], write["indices"], write["rows"]
-                )
-                state["vars"][key] = dict(leaf, top=top)
+            top = self.ops.set_item_rows(
+                spec[2], leaf["top"], write["value"], write["indices"], write["rows"]
+            )
+            state["vars"][key] = dict(leaf, top=top)
         return state
 
 
 def _touched_after(instructions, position: int, name: str) -> bool:
     """Whether an instruction after ``position`` reads, writes, pops or pushes ``name``."""
-    for op in instructions[position + 1 :]:
-        if isinstance(op, PopOp):
-            if name in op.vars:
-                return True
-        elif name in flatten(op.vars_in) or name in flatten(op.vars_out):
-            return True
-    return False
+    return any(_touches(op, name, reads=True) for op in instructions[position + 1 :])
+
+
+def _touched_before(instructions, position: int, name: str) -> bool:
+    """Whether an instruction before ``position`` writes, pops or pushes ``name``."""
+    return any(_touches(op, name, reads=False) for op in instructions[:position])
+
+
+def _touches(op, name: str, reads: bool) -> bool:
+    if isinstance(op, PopOp):
+        return name in op.vars
+    return name in flatten(op.vars_out) or (reads and name in flatten(op.vars_in))
 
 
 class StagedMachine:
@@ -324,6 +350,11 @@ class StagedMachine:
         enabled = getattr(ops, "posts_writes", False)
         self.posted = PostedWrites(program, self.layout, ops, enabled)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
+        self.ports = None
+        if getattr(ops, "uses_ports", False):
+            self.ports = Ports(program, self.layout, self.posted) or None
+        if self.ports is not None:
+            self.blocks = [self.ports.wrap(ops, i, b) for i, b in enumerate(self.blocks)]
         # None: the lowest program counter runs
         self.plan = policy.plan_for(program, refill=refill_plan is not None)
         self.rows = None
@@ -336,22 +367,21 @@ class StagedMachine:
             self.refill = StagedRefill(self, *refill_plan)
 
     # -- stacks -----------------------------------------------------------------
-    def push(self, leaf: dict, value, mask, slot=None):
-        """(new leaf, overflow flag, posted write or None): with a ``slot``, the stack write
-        is returned as a posted write instead of made here."""
+    def push(self, leaf: dict, value, mask, written_before: bool = False):
+        """(new leaf, overflow flag); ``written_before``: the stack row was written before
+        the block (`PostedWrites.write_pushes`), only depth and top move here."""
         ops = self.ops
         depth = leaf["depth"]
         capacity = leaf["stack"].shape[0]
         overflow = ops.any(mask & (depth >= capacity))
         target = ops.where(mask, depth, capacity)  # out of range: the row is not written
-        posted = None
-        if slot is None:
-            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
+        if written_before:
+            stack = leaf["stack"]  # see `PostedWrites.write_pushes`
         else:
-            stack, posted = leaf["stack"], {"depth": target, "value": leaf["top"]}
+            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
         new_depth = ops.where(mask, ops.minimum(depth + 1, capacity), depth)
         top = ops.where(mask, value, leaf["top"])
-        return {"top": top, "stack": stack, "depth": new_depth}, overflow, posted
+        return {"top": top, "stack": stack, "depth": new_depth}, overflow
 
     def pop(self, leaf: dict, mask) -> dict:
         ops = self.ops
@@ -382,7 +412,7 @@ class StagedMachine:
             pc = dict(pc, top=ops.where(mask, const(index(term.target)), pc["top"]))
         elif isinstance(term, PushGotoOp):
             pc = dict(pc, top=ops.where(mask, const(index(term.return_target)), pc["top"]))
-            pc, overflow, _ = self.push(pc, const(index(term.target)), mask)
+            pc, overflow = self.push(pc, const(index(term.target)), mask)
             state = self.flag_overflow(state, overflow, self.program.graph.index(term.target))
         elif isinstance(term, IndirectGotoOp):
             pc = self.pop(pc, mask)
@@ -478,7 +508,12 @@ class StagedMachine:
                     s, live_sum=s["live_sum"] + ops.float(ops.count(s["pc"]["top"] < self.halt))
                 )
             s = dict(s, posted=self.posted.empty())
-            s = ops.switch(block, self.blocks, s)
+            s = self.posted.write_pushes(s, block)
+            if self.ports is None:
+                s = ops.switch(block, self.blocks, s)
+            else:
+                rest, ports, flags = ops.switch(block, self.blocks, s, passes_through=False)
+                s = self.ports.restore(ops, block, s, rest, ports, flags)
             s = self.posted.apply(s)
             if self.refill is not None:
                 s = self.refill.after_step(s)
