@@ -13,7 +13,9 @@ functions it calls). Only those variables get a stack (FULL):
 
 Example: in ``fib(n)``, ``n`` is live across ``fib(n - 1)`` and the callee
 writes ``fib.n``, so ``n`` is saved there and is FULL; a variable read only
-after a call to a function that cannot reach ``fib`` stays a REGISTER.
+after a call to a function that cannot reach ``fib`` stays a REGISTER. A
+parameter every recursive call passes on unchanged is not saved by those calls
+(`invariant_parameters`).
 """
 
 from __future__ import annotations
@@ -50,8 +52,31 @@ def may_write(program: Program) -> dict:
     return {name: frozenset(w) for name, w in result.items()}
 
 
+def invariant_parameters(fn, clobbers) -> frozenset:
+    """Parameters a call of ``fn`` from ``fn`` itself leaves as they were.
+
+    A parameter ``x`` that ``fn`` never assigns, that every recursive call passes on
+    unchanged (``f(x, n - 1)`` inside ``f(x, n)``), and that no other function
+    ``fn`` calls can overwrite (none of them reaches back into ``fn``) holds the
+    same value in every frame of ``fn``: a self-call need not save it (NUTS passes
+    the step size, the mass matrix and its random-stream keys down every level).
+    """
+    candidates = set(fn.vars_in)
+    for block in fn.graph:
+        for op in block.instructions:
+            if isinstance(op, FunctionCallOp):
+                if op.function == fn.name:
+                    passed = zip(fn.vars_in, op.vars_in)
+                    candidates -= {x for x, arg in passed if arg != x}
+                else:
+                    candidates -= clobbers[op.function]
+            candidates -= set(writes(op))
+    return frozenset(candidates)
+
+
 def _with_saves(fn, clobbers) -> tuple:
     """The function with ``saves`` filled in, and the variables that cross a boundary."""
+    invariant = invariant_parameters(fn, clobbers)
     live_in, _ = block_liveness(fn)
     after = live_after_instructions(fn)
     crossing = set(fn.vars_in) | set(fn.vars_out)
@@ -66,9 +91,10 @@ def _with_saves(fn, clobbers) -> tuple:
             across = after[block.label][i] - set(flatten(op.vars_out))
             crossing |= across
             if not op.tail:
-                ops[i] = dataclasses.replace(
-                    op, saves=tuple(sorted(across & clobbers[op.function]))
-                )
+                clobbered = clobbers[op.function]
+                if op.function == fn.name:
+                    clobbered = clobbered - invariant
+                ops[i] = dataclasses.replace(op, saves=tuple(sorted(across & clobbered)))
         blocks.append(Block(block.label, tuple(ops), block.terminator))
     return dataclasses.replace(fn, graph=ControlFlowGraph(tuple(blocks))), crossing
 

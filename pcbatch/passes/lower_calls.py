@@ -36,12 +36,21 @@ from pcbatch.ir.nodes import (
     copy_op,
     writes,
 )
+from pcbatch.passes import allocate
 
 
-def _argument_move(call: FunctionCallOp, callee) -> list:
-    if not callee.vars_in:
+def _argument_move(call: FunctionCallOp, callee, invariant=frozenset()) -> list:
+    # An invariant parameter passed on as itself is already in place. (Only those: a
+    # parameter a call may have clobbered must still be read here, so that the
+    # restore before it is kept.)
+    pairs = [
+        (src, dst)
+        for src, dst in zip(call.vars_in, callee.vars_in)
+        if not (src == dst and dst in invariant)
+    ]
+    if not pairs:
         return []
-    return [copy_op(call.vars_in, callee.vars_in, loc=call.loc)]
+    return [copy_op([s for s, _ in pairs], [d for _, d in pairs], loc=call.loc)]
 
 
 def _result_move(call: FunctionCallOp, callee) -> list:
@@ -51,7 +60,7 @@ def _result_move(call: FunctionCallOp, callee) -> list:
     return [copy_op([s for s, _ in pairs], [d for _, d in pairs], loc=call.loc)]
 
 
-def _lower_block(program, block: Block) -> list:
+def _lower_block(program, block: Block, invariant=frozenset()) -> list:
     lowered = []
     label, ops = block.label, []
     for op in block.instructions:
@@ -62,7 +71,7 @@ def _lower_block(program, block: Block) -> list:
         callee = program.function(op.function)
         if op.saves:
             ops.append(copy_op(op.saves, op.saves, push=True, loc=op.loc))
-        ops.extend(_argument_move(op, callee))
+        ops.extend(_argument_move(op, callee, invariant))
         if op.tail:
             lowered.append(Block(label, tuple(ops), GotoOp(callee.graph.entry, op.loc)))
             return lowered
@@ -84,10 +93,12 @@ def run(program, ctx=None):
     """Flattens every function into one graph of stack-machine blocks."""
     main = program.function(program.main)
     ordered = [main] + [fn for fn in program.functions if fn.name != program.main]
+    clobbers = allocate.may_write(program)
     blocks = []
     for fn in ordered:
+        invariant = allocate.invariant_parameters(fn, clobbers)
         for block in fn.graph:
-            blocks.extend(_lower_block(program, block))
+            blocks.extend(_lower_block(program, block, invariant))
     entries = {fn.name: fn.graph.entry for fn in ordered}
     return program.replace(
         functions=(),
