@@ -13,6 +13,7 @@ from pcbatch.ir.nodes import GotoOp, PopOp, PrimOp, PushGotoOp
 from pcbatch.ir.types import TensorType, VariableAllocation
 from pcbatch.passes import pipeline
 from pcbatch.vm import reference, runner
+from tests.backends import backend, backend_param
 from tests.programs.corpus import CORPUS_BY_NAME
 
 INT = TensorType(np.dtype(np.int64), ())
@@ -53,6 +54,51 @@ def test_caller_variables_a_callee_cannot_touch_stay_registers():
     lowered = _lowered(mb.program("main"), INT)
     assert lowered.var_alloc["main.a"] == VariableAllocation.REGISTER
     assert not any(isinstance(op, PopOp) for b in lowered.graph for op in b.instructions)
+
+
+def _recursive_sum(passes_scale_on: bool, mutual: bool):
+    """sum(n, scale) = scale * n + sum(n - 1, scale'), recursing through ``helper`` when
+    ``mutual``; ``scale'`` is ``scale`` itself or ``scale + 1``."""
+    mb = dsl.ModuleBuilder()
+    target = "helper" if mutual else "sum"
+    total = mb.declare("sum", params=("n", "scale"), returns=1)
+    helper = mb.declare("helper", params=("n", "scale"), returns=1) if mutual else None
+    with mb.define(total) as f:
+        with f.if_(f.prim(lambda n: n <= 0, "n", name="done")):
+            f.return_(f.prim(lambda s: 0 * s, "scale", name="zero"))
+        fewer = f.prim(lambda n: n - 1, "n", name="fewer")
+        passed = "scale" if passes_scale_on else f.prim(lambda s: s + 1, "scale", name="inc")
+        rest = f.call(target, fewer, passed)
+        f.return_(f.prim(lambda r, s, n: r + s * n, rest, "scale", "n", name="add"))
+    if mutual:
+        with mb.define(helper) as f:
+            f.return_(f.call("sum", "n", "scale"))
+    return mb.program("sum")
+
+
+@pytest.mark.parametrize(
+    "passes_scale_on, mutual, saved",
+    [(True, False, False), (False, False, True), (True, True, True)],
+)
+def test_a_parameter_passed_on_unchanged_is_not_saved(passes_scale_on, mutual, saved):
+    program = _recursive_sum(passes_scale_on, mutual)
+    lowered = _lowered(program, INT, INT)
+    expected = VariableAllocation.FULL if saved else VariableAllocation.REGISTER
+    assert lowered.var_alloc["sum.scale"] == expected
+
+
+@backend_param
+@pytest.mark.parametrize("passes_scale_on, mutual", [(True, False), (False, False), (True, True)])
+def test_an_unsaved_parameter_keeps_its_value_across_calls(backend_name, passes_scale_on, mutual):
+    program = _recursive_sum(passes_scale_on, mutual)
+    args = [np.array([0, 3, 5, 1]), np.array([2, 7, 1, 4])]
+    typed = pipeline.compile_program(
+        program, [INT, INT], pcbatch.NumpyBackend(), stop_after="infer_types"
+    )
+    np.testing.assert_array_equal(
+        np.asarray(runner.run(program, args, backend=backend(backend_name))),
+        reference.run_batch(typed, args),
+    )
 
 
 def test_mutual_tail_calls_jump_without_pushing():
