@@ -11,6 +11,11 @@ The block a step runs is the lowest program counter, or for a dynamic policy
 or a program with sync points the one `vm.policy.choose` picks (its per-block
 wait counts ride in the loop state).
 
+What crosses the block dispatch is kept small, because XLA copies what a
+conditional passes through: pushes are written to their stacks before the
+dispatch and item assignments after it (`PostedWrites`), and on JAX large
+registers leave it through write ports (`pcbatch.vm.ports`).
+
 Stack overflow cannot raise inside the staged loop: it sets a flag (and records
 the block), the loop stops, and the caller raises after the run.
 """
