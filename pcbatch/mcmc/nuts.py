@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from pcbatch import profiling
-from pcbatch.mcmc import diagnostics, gradients, program
+from pcbatch.mcmc import diagnostics, gradients, program, progress
 
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
 MAX_SUPPORTED_TREE_DEPTH = 15
@@ -107,6 +107,7 @@ def sample(
     first_chain: int = 0,
     first_draw: int = 0,
     schedule: str = "returns_first",
+    progress_bar: bool | None = None,
 ) -> NutsResult:
     """Runs NUTS for every chain of ``initial_state`` (shape ``[num_chains, *event_shape]``).
 
@@ -115,6 +116,8 @@ def sample(
         gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
       initial_state: the chains' starting points; its array type picks the backend
         (NumPy, JAX or TensorFlow) unless ``backend`` is given.
+      backend: the pcbatch backend to run on; it also picks the gradient (a NumPy
+        ``initial_state`` with ``backend=JaxBackend()`` uses ``jax.value_and_grad``).
       num_samples, num_warmup: draws kept, and warmup draws before them (step size by
         dual averaging, diagonal mass matrix in Stan's windows).
       step_size: the initial step size (scalar or one per chain); with warmup it is
@@ -128,9 +131,17 @@ def sample(
         previous call's ``first_draw + num_warmup + num_samples``).
       schedule: the VM's scheduling policy (see ``pcbatch.passes.order_blocks``);
         draws are identical under every policy, only the work differs.
+      progress_bar: a tqdm bar of the draws finished over all chains, updated while
+        the sampler runs (at most every 0.1 s). None (the default): on when tqdm is
+        installed and stderr is a terminal; False: off, and the program has no
+        callback at all. Draws are the same either way. Under TensorFlow with XLA the
+        bar only fills at the end (see `pcbatch.callbacks`).
     """
     _check_arguments(num_samples, num_warmup, max_tree_depth)
-    value_and_grad = gradients.value_and_grad_for(target_log_prob_fn, value_and_grad, initial_state)
+    value_and_grad = gradients.value_and_grad_for(
+        target_log_prob_fn, value_and_grad, initial_state, backend
+    )
+    show_progress = progress.wanted(progress_bar)
     q = initial_state
     num_chains = int(q.shape[0])
     event_shape = tuple(int(d) for d in q.shape[1:])
@@ -142,6 +153,7 @@ def sample(
         max_tree_depth,
         event_shape,
         float(target_accept_prob),
+        show_progress,
     )
     steps = np.broadcast_to(np.asarray(step_size, dtype), (num_chains,))
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
@@ -151,8 +163,9 @@ def sample(
     options = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
+    bar = progress.DrawProgress(num_chains * (num_warmup + num_samples)) if show_progress else None
     start = time.perf_counter()
-    with profiling.profile() as prof:
+    with profiling.profile() as prof, progress.showing(bar):
         outputs = run_chain(q, steps, seeds, chains, draws, **options)
     wall = time.perf_counter() - start
     samples, leapfrogs, depths, divergent, accept, step_sizes, inv_mass = outputs
@@ -193,7 +206,9 @@ def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape, target):
+def _compiled(
+    value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape, target, show_progress
+):
     """One `Context` per sampler configuration, so its compiled programs are reused."""
     from pcbatch.api import Context
 
@@ -205,6 +220,7 @@ def _compiled(value_and_grad, num_samples, num_warmup, max_tree_depth, event_sha
         max_tree_depth=int(max_tree_depth),
         event_shape=event_shape,
         target_accept=target,
+        on_draw=progress.report_draws if show_progress else None,
     )
 
 
