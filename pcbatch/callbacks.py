@@ -45,6 +45,11 @@ def host_callback(function: Callable, *values) -> None:
         function(*(np.asarray(v)[None] for v in values))
 
 
+def supported_on(backend) -> bool:
+    """Whether ``backend`` calls host callbacks while it runs (not TensorFlow under XLA)."""
+    return not (getattr(backend, "name", None) == "tensorflow" and backend.jit_compile)
+
+
 class HostCallbackOp:
     """The primitive function the compiler emits for a ``host_callback`` statement.
 
@@ -79,7 +84,7 @@ class HostCallbackOp:
         if name == "jax":
             return self._jax
         if name == "tensorflow":
-            return self._tensorflow_xla if backend.jit_compile else self._tensorflow
+            return self._tensorflow if supported_on(backend) else self._tensorflow_xla
         return None  # NumPy: the plain call
 
     def _jax(self, *values, mask):

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch import profiling
+from pcbatch import callbacks, profiling
 from pcbatch.mcmc import diagnostics, gradients, program, progress
 
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
@@ -142,7 +142,12 @@ def sample(
         target_log_prob_fn, value_and_grad, initial_state, backend
     )
     show_progress = progress.wanted(progress_bar)
-    q = initial_state
+    # Under TensorFlow's XLA (the default for tensors) no callback can run: the bar
+    # fills at the end, and the program is the one without a callback.
+    counts_live = show_progress and callbacks.supported_on(
+        backend if backend is not None else _default_backend(initial_state)
+    )
+    q = _on_backend(initial_state, backend)
     num_chains = int(q.shape[0])
     event_shape = tuple(int(d) for d in q.shape[1:])
     dtype = np.dtype(getattr(q.dtype, "as_numpy_dtype", q.dtype))
@@ -153,7 +158,7 @@ def sample(
         max_tree_depth,
         event_shape,
         float(target_accept_prob),
-        show_progress,
+        counts_live,
     )
     steps = np.broadcast_to(np.asarray(step_size, dtype), (num_chains,))
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
@@ -163,7 +168,12 @@ def sample(
     options = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
-    bar = progress.DrawProgress(num_chains * (num_warmup + num_samples)) if show_progress else None
+    bar = None
+    if show_progress:
+        bar = progress.DrawProgress(
+            num_chains * (num_warmup + num_samples),
+            description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
+        )
     start = time.perf_counter()
     with profiling.profile() as prof, progress.showing(bar):
         outputs = run_chain(q, steps, seeds, chains, draws, **options)
@@ -182,6 +192,25 @@ def sample(
         leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
     )
+
+
+def _on_backend(state, backend):
+    """``state`` as ``backend``'s arrays (a TensorFlow program traced for tensors is
+    traced again for NumPy arrays)."""
+    if getattr(backend, "name", None) == "tensorflow":
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(state)
+    return state
+
+
+def _default_backend(initial_state):
+    """The backend pcbatch picks for ``initial_state`` (TensorFlow's default is XLA)."""
+    if gradients.array_library(initial_state) == "tensorflow":
+        from pcbatch.backends.tensorflow import TensorFlowBackend
+
+        return TensorFlowBackend()
+    return None
 
 
 def _swap_chains(samples):
