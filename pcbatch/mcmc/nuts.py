@@ -294,6 +294,7 @@ class NoUTurnSampler:
             seed=self.seed,
             value_and_grad=self.value_and_grad,
             first_draw=previous_kernel_results.draw,
+            progress_bar=False,  # one draw per call: nothing to watch
         )
         next_results = KernelResults(draw=previous_kernel_results.draw + 1, last=result)
         return result.samples[0], next_results

@@ -82,6 +82,8 @@ def showing(bar: DrawProgress | None):
         yield bar
         finished = True
     finally:
+        if bar is not None and "jax" in sys.modules:
+            sys.modules["jax"].effects_barrier()  # JAX's callbacks may still be on their way
         _active = previous
         if bar is not None:
             bar.close(finished)
