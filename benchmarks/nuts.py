@@ -66,7 +66,10 @@ def run(backend, target, chains, warmup, samples, step_size):
             step_size=step_size,
             seed=0,
         )
-    options = dict(num_samples=samples, num_warmup=warmup, seed=0, step_size=step_size)
+    # No progress bar: timings measure the sampler alone.
+    options = dict(
+        num_samples=samples, num_warmup=warmup, seed=0, step_size=step_size, progress_bar=False
+    )
     if backend == "numpy":
         call = lambda: nuts.sample(None, start, value_and_grad=value_and_grad, **options)
     elif backend == "jax":

@@ -65,7 +65,8 @@ def _nuts_workload(chains: int) -> dict:
 
     def call(s):
         result = nuts.sample(None, start, value_and_grad=value_and_grad, num_samples=4,
-                             num_warmup=4, seed=0, max_tree_depth=5, schedule=s)
+                             num_warmup=4, seed=0, max_tree_depth=5, schedule=s,
+                             progress_bar=False)
         return result.samples
 
     return {"nuts (5-D gaussian)": call}

@@ -76,7 +76,9 @@ def nuts_workload(scale: float, warmup: int, samples: int):
         return -0.5 * jnp.sum(centered * (precision @ centered))
 
     start = np.random.RandomState(1).normal(size=(chains, 10)).astype(np.float32)
-    options = dict(num_samples=samples, num_warmup=warmup, seed=0, max_tree_depth=8)
+    options = dict(
+        num_samples=samples, num_warmup=warmup, seed=0, max_tree_depth=8, progress_bar=False
+    )
 
     def call(backend, place):
         return nuts.sample(log_prob, place(start), backend=backend, **options).samples

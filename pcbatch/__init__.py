@@ -6,6 +6,7 @@ batch member a thread with its own program counter.
 
 from pcbatch.api import BatchedFunction, Context
 from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.callbacks import HostCallbackWarning, host_callback
 from pcbatch.errors import (
     AutobatchSyntaxError,
     BatchSizeError,
@@ -25,6 +26,7 @@ __all__ = [
     "BatchedFunction",
     "Context",
     "BatchSizeError",
+    "HostCallbackWarning",
     "NumpyBackend",
     "PcbatchError",
     "Profile",
@@ -35,6 +37,7 @@ __all__ = [
     "TypeInferenceError",
     "VariableAllocation",
     "VerificationError",
+    "host_callback",
     "profile",
     "run",
     "sync",

@@ -23,11 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch import callbacks
 from pcbatch.dsl import FunctionBuilder
 from pcbatch.frontend import runtime
 from pcbatch.frontend.parse import ParsedFunction, local_names
 from pcbatch.ir.nodes import SourceLoc
 from pcbatch.ir.setitem import FULL_SLICE, SetItem
+
+#: what `Translator.constant_of` returns for a local or an unknown name
+_NOT_CONSTANT = object()
 
 _UNSAFE_NODES = (
     ast.Call,
@@ -83,20 +87,23 @@ class Translator:
             return None
         return self.resolve_batched(node.func.id)
 
-    def is_sync(self, node: ast.expr) -> bool:
-        """Whether ``node`` calls `pcbatch.sync` (by any name or module path it has here)."""
-        if not isinstance(node, ast.Call):
-            return False
-        path, func = [], node.func
-        while isinstance(func, ast.Attribute):
-            path.append(func.attr)
-            func = func.value
-        if not isinstance(func, ast.Name) or func.id in self.locals:
-            return False
-        value = self.namespace.get(func.id)
+    def constant_of(self, node: ast.expr) -> Any:
+        """The value a global or closure name (or a module path such as ``pcbatch.sync``)
+        has here; `_NOT_CONSTANT` for locals and for anything else."""
+        path, value = [], node
+        while isinstance(value, ast.Attribute):
+            path.append(value.attr)
+            value = value.value
+        if not isinstance(value, ast.Name) or value.id in self.locals:
+            return _NOT_CONSTANT
+        value = self.namespace.get(value.id, _NOT_CONSTANT)
         for attr in reversed(path):
-            value = getattr(value, attr, None)
-        return value is runtime.sync
+            value = getattr(value, attr, _NOT_CONSTANT)
+        return value
+
+    def calls(self, node: ast.expr, function: Callable) -> bool:
+        """Whether ``node`` calls ``function`` (by any name or module path it has here)."""
+        return isinstance(node, ast.Call) and self.constant_of(node.func) is function
 
     def error(self, node: ast.AST, message: str):
         return self.parsed.syntax_error(node, message)
@@ -116,12 +123,34 @@ class Translator:
     def stmt_Expr(self, stmt: ast.Expr) -> None:
         if isinstance(stmt.value, ast.Constant):
             return  # a docstring or a bare constant does nothing
-        if self.is_sync(stmt.value):
+        if self.calls(stmt.value, runtime.sync):
             if stmt.value.args or stmt.value.keywords:
                 raise self.error(stmt.value, "pcbatch.sync() takes no arguments")
             self.fb.sync()
             return
+        if self.calls(stmt.value, callbacks.host_callback):
+            self.host_callback(stmt.value)
+            return
         self.value(stmt.value)
+
+    def host_callback(self, call: ast.Call) -> None:
+        """``pcbatch.host_callback(f, *values)``: one primitive calling ``f`` on the host,
+        or nothing when ``f`` is None (see `pcbatch.callbacks`)."""
+        args = call.args
+        if call.keywords or not args or any(isinstance(a, ast.Starred) for a in args):
+            raise self.error(call, "pcbatch.host_callback(f, *values) takes positional "
+                             "arguments only: the function, then the values to pass it")
+        function = self.constant_of(args[0])
+        if function is _NOT_CONSTANT or not (function is None or callable(function)):
+            raise self.error(args[0], "the function pcbatch.host_callback calls must be a "
+                             "global or closure variable holding a function (or None)")
+        if function is None:
+            return  # switched off: no primitive at all
+        if len(args) < 2:
+            raise self.error(call, "pcbatch.host_callback needs at least one value to pass")
+        values = [self.value(a) for a in args[1:]]
+        op = callbacks.HostCallbackOp(function)
+        self.fb.prim(op, *values, out=self.fresh(), name=op.__name__)
 
     def stmt_Assign(self, stmt: ast.Assign) -> None:
         if isinstance(stmt.targets[0], ast.Subscript):

@@ -24,20 +24,38 @@ def array_library(value) -> str:
     return "numpy"
 
 
-def value_and_grad_for(target: Callable | None, value_and_grad: Callable | None, state) -> Callable:
-    """The per-state ``(log density, gradient)`` function for ``state``'s backend."""
+def value_and_grad_for(
+    target: Callable | None, value_and_grad: Callable | None, state, backend=None
+) -> Callable:
+    """The per-state ``(log density, gradient)`` function for the backend that runs.
+
+    That backend is ``backend`` when given (its ``name``), else the one ``state``'s
+    array type picks.
+    """
     if value_and_grad is not None:
         return value_and_grad
-    library = array_library(state)
+    library = array_library(state) if backend is None else _library_of(backend)
     if library == "numpy":
+        on = "NumPy" if backend is None else f"backend {type(backend).__name__}"
         raise TypeError(
-            "nuts.sample on NumPy needs value_and_grad=: a function of ONE state returning "
-            "(log density, gradient), written with NumPy; or pass JAX or TensorFlow arrays "
-            "as initial_state to have the gradient computed automatically"
+            f"nuts.sample on {on} needs value_and_grad=: a function of ONE state returning "
+            "(log density, gradient), written with NumPy; or run on JAX or TensorFlow "
+            "(their arrays as initial_state, or backend=) to have the gradient computed "
+            "automatically from target_log_prob_fn"
         )
     if target is None:
         raise TypeError("nuts.sample needs target_log_prob_fn (or value_and_grad=)")
     return _jax_value_and_grad(target) if library == "jax" else _tf_value_and_grad(target)
+
+
+def _library_of(backend) -> str:
+    name = getattr(backend, "name", None)
+    if name not in ("numpy", "jax", "tensorflow"):
+        raise TypeError(
+            f"nuts.sample: backend={backend!r} is not a pcbatch backend (NumpyBackend, "
+            "JaxBackend or TensorFlowBackend)"
+        )
+    return name
 
 
 @functools.lru_cache(maxsize=32)

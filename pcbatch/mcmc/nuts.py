@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch import profiling
-from pcbatch.mcmc import diagnostics, gradients, program
+from pcbatch import callbacks, profiling
+from pcbatch.mcmc import diagnostics, gradients, program, progress
 
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
 MAX_SUPPORTED_TREE_DEPTH = 15
@@ -107,6 +107,7 @@ def sample(
     first_chain: int = 0,
     first_draw: int = 0,
     schedule: str = "returns_first",
+    progress_bar: bool | None = None,
 ) -> NutsResult:
     """Runs NUTS for every chain of ``initial_state`` (shape ``[num_chains, *event_shape]``).
 
@@ -115,6 +116,8 @@ def sample(
         gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
       initial_state: the chains' starting points; its array type picks the backend
         (NumPy, JAX or TensorFlow) unless ``backend`` is given.
+      backend: the pcbatch backend to run on; it also picks the gradient (a NumPy
+        ``initial_state`` with ``backend=JaxBackend()`` uses ``jax.value_and_grad``).
       num_samples, num_warmup: draws kept, and warmup draws before them (step size by
         dual averaging, diagonal mass matrix in Stan's windows).
       step_size: the initial step size (scalar or one per chain); with warmup it is
@@ -128,10 +131,23 @@ def sample(
         previous call's ``first_draw + num_warmup + num_samples``).
       schedule: the VM's scheduling policy (see ``pcbatch.passes.order_blocks``);
         draws are identical under every policy, only the work differs.
+      progress_bar: a tqdm bar of the draws finished over all chains, updated while
+        the sampler runs (at most every 0.1 s). None (the default): on when tqdm is
+        installed and stderr is a terminal; False: off, and the program has no
+        callback at all. Draws are the same either way. Under TensorFlow with XLA the
+        bar only fills at the end (see `pcbatch.callbacks`).
     """
     _check_arguments(num_samples, num_warmup, max_tree_depth)
-    value_and_grad = gradients.value_and_grad_for(target_log_prob_fn, value_and_grad, initial_state)
-    q = initial_state
+    value_and_grad = gradients.value_and_grad_for(
+        target_log_prob_fn, value_and_grad, initial_state, backend
+    )
+    show_progress = progress.wanted(progress_bar)
+    # Under TensorFlow's XLA (the default for tensors) no callback can run: the bar
+    # fills at the end, and the program is the one without a callback.
+    counts_live = show_progress and callbacks.supported_on(
+        backend if backend is not None else _default_backend(initial_state)
+    )
+    q = _on_backend(initial_state, backend)
     num_chains = int(q.shape[0])
     event_shape = tuple(int(d) for d in q.shape[1:])
     dtype = np.dtype(getattr(q.dtype, "as_numpy_dtype", q.dtype))
@@ -142,6 +158,7 @@ def sample(
         max_tree_depth,
         event_shape,
         float(target_accept_prob),
+        counts_live,
     )
     steps = np.broadcast_to(np.asarray(step_size, dtype), (num_chains,))
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
@@ -151,8 +168,14 @@ def sample(
     options = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
+    bar = None
+    if show_progress:
+        bar = progress.DrawProgress(
+            num_chains * (num_warmup + num_samples),
+            description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
+        )
     start = time.perf_counter()
-    with profiling.profile() as prof:
+    with profiling.profile() as prof, progress.showing(bar):
         outputs = run_chain(q, steps, seeds, chains, draws, **options)
     wall = time.perf_counter() - start
     samples, leapfrogs, depths, divergent, accept, step_sizes, inv_mass = outputs
@@ -169,6 +192,25 @@ def sample(
         leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
     )
+
+
+def _on_backend(state, backend):
+    """``state`` as ``backend``'s arrays (a TensorFlow program traced for tensors is
+    traced again for NumPy arrays)."""
+    if getattr(backend, "name", None) == "tensorflow":
+        import tensorflow as tf
+
+        return tf.convert_to_tensor(state)
+    return state
+
+
+def _default_backend(initial_state):
+    """The backend pcbatch picks for ``initial_state`` (TensorFlow's default is XLA)."""
+    if gradients.array_library(initial_state) == "tensorflow":
+        from pcbatch.backends.tensorflow import TensorFlowBackend
+
+        return TensorFlowBackend()
+    return None
 
 
 def _swap_chains(samples):
@@ -193,7 +235,9 @@ def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape, target):
+def _compiled(
+    value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape, target, show_progress
+):
     """One `Context` per sampler configuration, so its compiled programs are reused."""
     from pcbatch.api import Context
 
@@ -205,6 +249,7 @@ def _compiled(value_and_grad, num_samples, num_warmup, max_tree_depth, event_sha
         max_tree_depth=int(max_tree_depth),
         event_shape=event_shape,
         target_accept=target,
+        on_draw=progress.report_draws if show_progress else None,
     )
 
 
@@ -249,6 +294,7 @@ class NoUTurnSampler:
             seed=self.seed,
             value_and_grad=self.value_and_grad,
             first_draw=previous_kernel_results.draw,
+            progress_bar=False,  # one draw per call: nothing to watch
         )
         next_results = KernelResults(draw=previous_kernel_results.draw + 1, last=result)
         return result.samples[0], next_results

@@ -14,6 +14,9 @@ it (random draws take their dtype from ``energy0``, not from ``q``, so ``q``
 is not saved at every level). The sampler runs under the ``returns_first``
 schedule, so chains unwinding their trees all meet before the next descent.
 
+With ``on_draw`` (a host function), the chains that finish a draw report it through
+`pcbatch.host_callback` (the progress bar); without it the program has no callback.
+
 Constants (buffer sizes, the schedule, the gradient function) are closure variables
 of `build`, so pcbatch treats them as constants.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pcbatch.callbacks import host_callback
 from pcbatch.mcmc import random as rnd
 from pcbatch.mcmc import trees, warmup
 
@@ -30,7 +34,15 @@ GRADIENT_LABEL = "value_and_grad(q_new)"
 
 
 def build(
-    ctx, value_and_grad, *, num_samples, num_warmup, max_tree_depth, event_shape, target_accept
+    ctx,
+    value_and_grad,
+    *,
+    num_samples,
+    num_warmup,
+    max_tree_depth,
+    event_shape,
+    target_accept,
+    on_draw=None,
 ):
     """Defines the sampler's batched functions in ``ctx``; returns the entry point."""
     size = int(np.prod(event_shape, dtype=np.int64))
@@ -63,6 +75,7 @@ def build(
             q, logp, grad, n, depth, diverging, accept_prob = nuts_draw(
                 q, logp, grad, step, inv_mass, seed, chain, first_draw + i
             )
+            host_callback(on_draw, chain)  # compiled away when on_draw is None
             if i < num_warmup:
                 averaging = warmup.dual_averaging_update(averaging, accept_prob, target_accept)
                 step = np.exp(averaging.log_step)

@@ -157,6 +157,9 @@ class _Inference:
         self.bind_outputs(op, op.vars_out, self.prim_cache[key])
 
     def run_primitive(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
+        known = getattr(op.function, "result_type", None)  # e.g. a host callback's
+        if known is not None:
+            return known
         function = op.batched_function(self.backend)
         results = [self.dummy_run(op, function, in_types, batch) for batch in _DUMMY_BATCHES]
         if op.per_example:  # every result leads with the batch (or 1): drop it

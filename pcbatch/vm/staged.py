@@ -125,6 +125,8 @@ class _Block:
                 inputs = [map_pattern(lambda v: m.ops.fill_inactive(v, mask), x) for x in inputs]
             if op.is_copy:
                 outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
+            elif getattr(op.function, "wants_mask", False):  # a host callback
+                outputs = function(*inputs, mask=mask)
             else:
                 outputs = function(*inputs)
             self.bind(state, env, op, op.vars_out, outputs, mask)

@@ -8,11 +8,15 @@ probability below 1e-6; the runs are seeded, so a passing test never flakes.
 from __future__ import annotations
 
 import functools
+import io
+import sys
 
 import numpy as np
 import pytest
 
-from pcbatch.mcmc import diagnostics, nuts
+import pcbatch
+from pcbatch import api
+from pcbatch.mcmc import diagnostics, nuts, progress
 from tests import backends
 from tests.mcmc import targets
 
@@ -52,15 +56,15 @@ def _initial(target: targets.Target, chains: int, backend: str):
     return state
 
 
-def run(name: str, backend: str, **options) -> nuts.NutsResult:
+def run(name: str, library: str, **options) -> nuts.NutsResult:
     target = _target(name)
     settings = dict(num_samples=400, num_warmup=300, seed=1, max_tree_depth=8)
     settings.update(options)
     chains = settings.pop("chains", 8)
-    initial = _initial(target, chains, backend)
-    if backend == "numpy":
+    initial = _initial(target, chains, library)
+    if library == "numpy":
         return nuts.sample(None, initial, value_and_grad=target.value_and_grad, **settings)
-    return nuts.sample(_log_prob_for(name, backend), initial, **settings)
+    return nuts.sample(_log_prob_for(name, library), initial, **settings)
 
 
 _cached_run = functools.lru_cache(maxsize=None)(run)
@@ -190,3 +194,108 @@ def test_arviz_conversion():
     data = result.to_arviz()
     assert isinstance(data, arviz.InferenceData)
     assert data.posterior["x"].shape == (8, 400, 1)
+    # Chains first, as ArviZ wants: chain 2's draws are the sampler's column 2.
+    np.testing.assert_array_equal(data.posterior["x"].values[2], result.samples[:, 2])
+    n_steps = data.sample_stats["n_steps"].values
+    np.testing.assert_array_equal(n_steps[2], result.num_leapfrogs[:, 2])
+    assert data.sample_stats["diverging"].shape == (8, 400)
+
+
+# -- the progress bar -------------------------------------------------------------
+
+SHORT = dict(num_samples=20, num_warmup=10, chains=3)  # as test_same_seed_...: compiled once
+
+
+@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+def test_the_progress_bar_counts_every_draw_and_changes_no_draw(backend, monkeypatch):
+    pytest.importorskip("tqdm")
+    bars = []
+
+    class Recording(progress.DrawProgress):
+        def __init__(self, total, **options):
+            super().__init__(total, file=io.StringIO(), **options)
+            bars.append(self)
+
+        def close(self, finished):
+            self.reported = self.count  # before the bar is completed
+            super().close(finished)
+
+    monkeypatch.setattr(progress, "DrawProgress", Recording)
+    shown = run("normal_1d", backend, progress_bar=True, **SHORT)
+    hidden = run("normal_1d", backend, progress_bar=False, **SHORT)
+    for field in ("samples", "num_leapfrogs", "step_size", "accept_prob"):
+        np.testing.assert_array_equal(
+            np.asarray(getattr(shown, field)), np.asarray(getattr(hidden, field))
+        )
+    assert shown.gradient_evaluations == hidden.gradient_evaluations
+    (bar,) = bars
+    assert bar.total == 3 * (20 + 10)
+    # Counted while running; TensorFlow's default, XLA, cannot call back: filled at the end.
+    assert bar.reported == (0 if backend == "tensorflow" else bar.total)
+    assert bar.bar.n == bar.total
+
+
+def test_without_the_bar_the_program_has_no_callback():
+    options = dict(num_samples=3, seed=0, value_and_grad=_uphill, max_tree_depth=3)
+    with pcbatch.profile() as off:
+        nuts.sample(None, np.zeros((2, 2)), progress_bar=False, **options)
+    assert not any("host_callback" in label for label in off.primitive_counts)
+    if progress.wanted(None) or not pytest.importorskip("tqdm"):
+        return
+    with pcbatch.profile() as on:
+        nuts.sample(None, np.zeros((2, 2)), progress_bar=True, **options)
+    assert on.primitive_lanes["host_callback(report_draws)"] == 2 * 3
+
+
+def test_the_bar_is_on_by_default_only_on_a_terminal(monkeypatch):
+    pytest.importorskip("tqdm")
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert not progress.wanted(None)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert progress.wanted(None)
+    assert not progress.wanted(False)
+
+
+def test_asking_for_the_bar_without_tqdm_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(progress.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ImportError, match="pcbatch\\[progress\\]"):
+        progress.wanted(True)
+    assert not progress.wanted(None)
+
+
+# -- backend= picks the gradient -------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+def test_backend_picks_the_gradient_whatever_the_initial_state(backend):
+    numpy_start = np.random.RandomState(3).normal(size=(3, 1))  # as `_initial`
+    settings = dict(num_samples=20, num_warmup=10, seed=1, max_tree_depth=8)
+    if backend == "numpy":
+        # A target alone cannot run on NumPy, even from another library's arrays.
+        jax = pytest.importorskip("jax")
+        with pytest.raises(TypeError, match="NumpyBackend needs value_and_grad="):
+            nuts.sample(
+                lambda x: -0.5 * (x * x).sum(),
+                jax.numpy.asarray(numpy_start),
+                backend=pcbatch.NumpyBackend(),
+                **settings,
+            )
+        return
+    native = run("normal_1d", backend, **SHORT)
+    from_numpy = nuts.sample(
+        _log_prob_for("normal_1d", backend),
+        numpy_start,
+        backend=api._shared_backend(backend),  # the native run's: its compiled program
+        **settings,
+    )
+    np.testing.assert_array_equal(np.asarray(from_numpy.samples), np.asarray(native.samples))
+
+
+def test_a_backend_that_is_not_one_is_a_clear_error():
+    with pytest.raises(TypeError, match="not a pcbatch backend"):
+        nuts.sample(lambda x: x, np.zeros((2, 1)), num_samples=2, seed=0, backend="jax")
