@@ -17,15 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcbatch import fuzz, fuzz_pack
-from tests.backends import BACKEND_NAMES, backend, backend_param
+from tests.backends import BACKEND_NAMES, backend
 
 # Examples per configuration: NumPy runs a program in milliseconds; compiled backends
 # spend seconds compiling each one (more in benchmarks/fuzz.py).
 EXAMPLES = {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tensorflow": 4}
-# Packed runs: (programs per pack, packs). XLA's compile time grows with the pack (no
-# saving per program on JAX) and TensorFlow's graph building faster still, so packs
-# stay small off NumPy; NumPy checks 200 programs in a few seconds this way.
-PACKS = {"numpy": (40, 5), "jax": (3, 2), "tensorflow": (3, 1)}
+# Packed runs: (programs per pack, packs). A pack costs about as much to compile as its
+# programs one by one (XLA's time grows with the pack; TensorFlow's graph run faster
+# still), so off NumPy these mainly test programs diverging side by side; each config
+# adds about a minute on 2 cores. NumPy checks 200 programs in a few seconds this way.
+PACKS = {"numpy": (40, 5), "jax": (4, 6), "tensorflow": (3, 4), "tensorflow_xla": (2, 2)}
+PACK_CONFIGS = [*BACKEND_NAMES] + (["tensorflow_xla"] if "tensorflow" in BACKEND_NAMES else [])
 MEMBERS = 3  # batch rows per packed program
 CONFIGS = [*BACKEND_NAMES, "stackless", "returns_first"]
 
@@ -101,10 +103,20 @@ def _packs(count: int, size: int) -> list:
     return groups[:count]
 
 
-@backend_param
-def test_packed_programs_batch_like_the_per_example_run(backend_name, fuzz_dir):
-    size, count = PACKS[backend_name]
-    options = {"backend": backend(backend_name)}
+@pytest.fixture(scope="module")
+def xla_tensorflow():
+    from pcbatch.backends.tensorflow import TensorFlowBackend
+
+    return TensorFlowBackend(jit_compile=True)
+
+
+@pytest.mark.parametrize("config", PACK_CONFIGS)
+def test_packed_programs_batch_like_the_per_example_run(config, fuzz_dir, request):
+    size, count = PACKS[config]
+    if config == "tensorflow_xla":
+        options = {"backend": request.getfixturevalue("xla_tensorflow")}
+    else:
+        options = {"backend": backend(config)}
     for seeds in _packs(count, size):
         packed = fuzz_pack.pack([fuzz.generate(fuzz.RandomChooser(s)) for s in seeds])
         module = fuzz.load(packed.program, fuzz_dir)
