@@ -100,18 +100,23 @@ def _check_pack(part: list, backends: dict, directory: str, members: int, shrink
             problem, culprits = traceback.format_exc(limit=-3), []
         if not problem:
             continue
-        if not culprits:  # a crash: blame the whole pack
-            failures.append((name, [s for s, _ in part], problem, packed.program.source))
-        for index in culprits:
+        found = []
+        for index in culprits or range(len(part)):  # a crash: any program may be the cause
             seed = part[index][0]
-            alone = fuzz_pack.isolate(packed, index, args, directory, **options)
-            if alone is None:  # the program passes alone: the pack is the finding
-                failures.append((name, seed, f"only when packed: {problem}", packed.program.source))
+            try:
+                alone = fuzz_pack.isolate(packed, index, args, directory, **options)
+            except Exception:  # noqa: BLE001 - any crash is a finding to report
+                alone = traceback.format_exc(limit=-3)
+            if alone is None:
                 continue
             source = part[index][1].source
             if shrink:
                 source = _shrunk(seed, members, options, directory)
-            failures.append((name, seed, alone, source))
+            found.append((name, seed, alone, source))
+        if not found:  # every program passes alone: the pack is the finding
+            seeds = [s for s, _ in part]
+            found.append((name, seeds, f"only when packed: {problem}", packed.program.source))
+        failures += found
     return failures
 
 
