@@ -25,6 +25,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 import traceback
 
 import numpy as np
@@ -149,12 +150,18 @@ def main(argv=None) -> int:
     parser.add_argument("--pack", type=int, default=0, help="programs per packed module")
     parser.add_argument("--members", type=int, default=4, help="batch rows per packed program")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="start no new programs after this long (counts what was checked)")
     args = parser.parse_args(argv)
     backends = {name: options_for(name) for name in args.backends}
     failed: dict = {name: 0 for name in backends}
-    chunk = max(args.pack, 1) * 10 if args.pack else 1
+    # Packs form within a chunk of seeds, one event shape at a time.
+    chunk = args.pack * 2 * len(fuzz.EVENT_SHAPES) if args.pack else 1
+    start, checked = time.monotonic(), 0
     with tempfile.TemporaryDirectory() as directory:
         for k in range(0, args.programs, chunk):
+            if args.seconds is not None and time.monotonic() - start > args.seconds:
+                break
             seeds = list(range(args.seed + k, args.seed + min(k + chunk, args.programs)))
             if args.pack:
                 found = check_packs(seeds, backends, directory, args.pack, args.members,
@@ -164,11 +171,11 @@ def main(argv=None) -> int:
             for name, seed, problem, source in found:
                 failed[name] += 1
                 print(f"--- {name}, seed {seed}: {problem}\n{source}", flush=True)
-            done = k + len(seeds)
-            if done // 500 > k // 500:
-                print(f"{done} programs checked", file=sys.stderr, flush=True)
+            checked = k + len(seeds)
+            if checked // 500 > k // 500:
+                print(f"{checked} programs checked", file=sys.stderr, flush=True)
     for name in backends:
-        print(f"{name}: {args.programs} programs, {failed[name]} mismatches or errors")
+        print(f"{name}: {checked} programs, {failed[name]} mismatches or errors")
     return 1 if any(failed.values()) else 0
 
 
