@@ -3,6 +3,7 @@
     python benchmarks/fuzz.py --programs 10000 --backends numpy stackless returns_first
     python benchmarks/fuzz.py --programs 200 --backends jax tensorflow --seed 7
     python benchmarks/fuzz.py --programs 10000 --pack 40   # packed: see pcbatch.fuzz_pack
+    python benchmarks/fuzz.py --programs 10000 --pack 4 --backends jax --seconds 480
 
 Program ``k`` of a run is ``pcbatch.fuzz.generate(RandomChooser(seed + k))``, so a
 failure is reproduced by its printed seed alone (``--seed S --programs 1``). Prints
