@@ -26,7 +26,7 @@ EXAMPLES = {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tenso
 # programs one by one (XLA's time grows with the pack; TensorFlow's graph run faster
 # still), so off NumPy these mainly test programs diverging side by side; each config
 # adds about a minute on 2 cores. NumPy checks 200 programs in a few seconds this way.
-PACKS = {"numpy": (40, 5), "jax": (4, 6), "tensorflow": (3, 4), "tensorflow_xla": (2, 2)}
+PACKS = {"numpy": (40, 5), "jax": (4, 6), "tensorflow": (3, 3), "tensorflow_xla": (2, 2)}
 PACK_CONFIGS = [*BACKEND_NAMES] + (["tensorflow_xla"] if "tensorflow" in BACKEND_NAMES else [])
 MEMBERS = 3  # batch rows per packed program
 CONFIGS = [*BACKEND_NAMES, "stackless", "returns_first"]
