@@ -42,6 +42,7 @@ MAX_DEPTH_ARG = 3  # the recursion budget ``d`` of main's inputs
 MAX_TRIPS = 3  # the most iterations of any one loop
 VEC_SIZE = 2  # the event size of the int array ``v`` every function keeps
 INDENT = "    "
+HEADER = "import numpy as np\n\nimport pcbatch\n\nctx = pcbatch.Context()\n"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,13 +62,32 @@ class FuzzProgram:
 
 
 class RandomChooser:
-    """Decisions from a seeded `random.Random`."""
+    """Decisions from a seeded `random.Random`; ``drawn`` records them for `ReplayChooser`."""
 
     def __init__(self, seed: int):
         self.random = random.Random(seed)
+        self.drawn: list = []
 
     def integer(self, lo: int, hi: int) -> int:
-        return self.random.randint(lo, hi)
+        value = self.random.randint(lo, hi)
+        self.drawn.append(value - lo)
+        return value
+
+
+class ReplayChooser:
+    """Replays recorded decisions (each an offset above its ``lo``), clipped to the
+    range asked for, and the lowest choice once they run out: any list of offsets
+    makes a valid program, which is what lets `shrink` edit them freely."""
+
+    def __init__(self, offsets):
+        self.offsets = list(offsets)
+        self.drawn: list = []
+
+    def integer(self, lo: int, hi: int) -> int:
+        k = len(self.drawn)
+        offset = min(self.offsets[k], hi - lo) if k < len(self.offsets) else 0
+        self.drawn.append(offset)
+        return lo + offset
 
 
 def generate(chooser) -> FuzzProgram:
@@ -75,8 +95,7 @@ def generate(chooser) -> FuzzProgram:
     shape = EVENT_SHAPES[chooser.integer(0, len(EVENT_SHAPES) - 1)]
     count = chooser.integer(1, MAX_FUNCTIONS)
     functions = [_Function(chooser, k, count).source() for k in range(count)]
-    header = "import numpy as np\n\nimport pcbatch\n\nctx = pcbatch.Context()\n"
-    return FuzzProgram("\n\n".join([header, *functions]) + "\n", shape, count)
+    return FuzzProgram("\n\n".join([HEADER, *functions]) + "\n", shape, count)
 
 
 class _Function:
@@ -260,14 +279,32 @@ def load(program: FuzzProgram, directory: str) -> Any:
 def mismatch(program: FuzzProgram, module: Any, args: list, **options) -> str | None:
     """Runs ``module.f0`` batched (with ``options``) and per example; describes any
     difference in structure, dtype or value (bit for bit: the arithmetic is exact)."""
-    expected = module.f0(*args, dry_run=True)
-    actual = module.f0(*args, **options)
+    problem, _ = compare(module.f0, args, **options)
+    return problem
+
+
+def compare(function: Any, args: list, **options) -> tuple:
+    """``(problem, rows)``: how ``function``'s batched run differs from its per-example
+    run (None if it does not) and the batch rows that differ (all, when the results'
+    structure, dtype or shape differ)."""
+    expected = function(*args, dry_run=True)
+    actual = function(*args, **options)
+    everything = np.arange(len(args[0]))
     if not isinstance(actual, tuple) or len(actual) != len(expected):
-        return f"result structure {type(actual).__name__} differs from {len(expected)}-tuple"
+        name = type(actual).__name__
+        return f"result structure {name} differs from {len(expected)}-tuple", everything
     for k, (got, want) in enumerate(zip(actual, expected)):
         got, want = np.asarray(got), np.asarray(want)
         if got.dtype != want.dtype or got.shape != want.shape:
-            return f"result {k}: {got.dtype}{got.shape} != {want.dtype}{want.shape}"
-        if not np.array_equal(got, want, equal_nan=True):
-            return f"result {k}: batched {got.tolist()} != per-example {want.tolist()}"
-    return None
+            return f"result {k}: {got.dtype}{got.shape} != {want.dtype}{want.shape}", everything
+        same = got == want
+        if got.dtype.kind == "f":
+            same |= np.isnan(got) & np.isnan(want)
+        rows = np.flatnonzero(~same.reshape(len(same), -1).all(axis=1))
+        if rows.size:
+            return (
+                f"result {k}, rows {rows.tolist()}: batched {got[rows].tolist()} "
+                f"!= per-example {want[rows].tolist()}",
+                rows,
+            )
+    return None, np.arange(0)

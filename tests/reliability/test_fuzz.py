@@ -4,7 +4,9 @@ The programs come from `pcbatch.fuzz` (see its docstring for the subset covered)
 Hypothesis draws every decision, so a failing program shrinks to a small one.
 The draws are derandomized, so CI sees the same programs on every run; long
 random runs are ``benchmarks/fuzz.py``. JAX and TensorFlow compile each new
-program, so they get few examples.
+program, so they get few examples; besides them, `pcbatch.fuzz_pack` packs several
+programs into one module whose batch runs them side by side (divergence across
+programs), and a packed failure is narrowed to one program and shrunk.
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcbatch import fuzz
+from pcbatch import fuzz, fuzz_pack
 from tests.backends import BACKEND_NAMES, backend
 
 # Examples per configuration: NumPy runs a program in milliseconds; compiled backends
 # spend seconds compiling each one (more in benchmarks/fuzz.py).
 EXAMPLES = {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tensorflow": 4}
+# Packed runs: (programs per pack, packs). A pack costs about as much to compile as its
+# programs one by one (XLA's time grows with the pack; TensorFlow's graph run faster
+# still), so off NumPy these mainly test programs diverging side by side; each config
+# adds about a minute on 2 cores. NumPy checks 200 programs in a few seconds this way.
+PACKS = {"numpy": (40, 5), "jax": (4, 6), "tensorflow": (3, 3), "tensorflow_xla": (2, 2)}
+PACK_CONFIGS = [*BACKEND_NAMES] + (["tensorflow_xla"] if "tensorflow" in BACKEND_NAMES else [])
+MEMBERS = 3  # batch rows per packed program
 CONFIGS = [*BACKEND_NAMES, "stackless", "returns_first"]
 
 
@@ -81,3 +90,83 @@ def test_generated_programs_cover_the_subset():
         assert construct in sources, construct
     shapes = {fuzz.generate(fuzz.RandomChooser(s)).event_shape for s in range(50)}
     assert shapes == set(fuzz.EVENT_SHAPES)
+
+
+def _packs(count: int, size: int) -> list:
+    """``count`` packs of ``size`` programs (seeds 0, 1, ...), grouped by event shape."""
+    by_shape: dict = {}
+    seed = 0
+    while sum(len(g) // size for g in by_shape.values()) < count:
+        by_shape.setdefault(fuzz.generate(fuzz.RandomChooser(seed)).event_shape, []).append(seed)
+        seed += 1
+    groups = [g[i:i + size] for g in by_shape.values() for i in range(0, len(g) - size + 1, size)]
+    return groups[:count]
+
+
+@pytest.fixture(scope="module")
+def xla_tensorflow():
+    from pcbatch.backends.tensorflow import TensorFlowBackend
+
+    return TensorFlowBackend(jit_compile=True)
+
+
+@pytest.mark.parametrize("config", PACK_CONFIGS)
+def test_packed_programs_batch_like_the_per_example_run(config, fuzz_dir, request):
+    size, count = PACKS[config]
+    if config == "tensorflow_xla":
+        options = {"backend": request.getfixturevalue("xla_tensorflow")}
+    else:
+        options = {"backend": backend(config)}
+    for seeds in _packs(count, size):
+        packed = fuzz_pack.pack([fuzz.generate(fuzz.RandomChooser(s)) for s in seeds])
+        module = fuzz.load(packed.program, fuzz_dir)
+        args = packed.make_args(seeds, MEMBERS)
+        problem, culprits = fuzz_pack.check(packed, module, args, **options)
+        alone = {s: fuzz_pack.isolate(packed, i, args, fuzz_dir, **options)
+                 for i, s in enumerate(seeds) if i in culprits}
+        source = packed.program.source
+        assert problem is None, f"{problem}\nprograms (seed: alone) {alone}\n{source}"
+
+
+def test_packing_keeps_each_programs_results(fuzz_dir):
+    """Row by row, the packed ``main`` returns what its program's own ``f0`` returns."""
+    seeds = _packs(1, 4)[0]
+    programs = [fuzz.generate(fuzz.RandomChooser(s)) for s in seeds]
+    packed = fuzz_pack.pack(programs)
+    args = packed.make_args(seeds, MEMBERS)
+    assert sorted(np.bincount(args[0]).tolist()) == [MEMBERS] * 4
+    assert len(set(args[0][:4].tolist())) > 1  # programs interleave in the batch
+    got = fuzz.load(packed.program, fuzz_dir).main(*args)
+    for k, program in enumerate(programs):
+        rows = args[0] == k
+        want = fuzz.load(program, fuzz_dir).f0(*(a[rows] for a in args[1:]), dry_run=True)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g)[rows], w)
+
+
+def test_isolate_reruns_one_program_alone(fuzz_dir):
+    seeds = _packs(1, 3)[0]
+    packed = fuzz_pack.pack([fuzz.generate(fuzz.RandomChooser(s)) for s in seeds])
+    args = packed.make_args(seeds, MEMBERS)
+    assert fuzz_pack.isolate(packed, 1, args, fuzz_dir) is None
+
+
+def _has_nested_loop(offsets) -> bool:
+    """A stand-in failure: the program has a loop inside a loop."""
+    source = fuzz.generate(fuzz.ReplayChooser(offsets)).source
+    return any(line.startswith(" " * 8) and line.lstrip().startswith(("while ", "for "))
+               for line in source.splitlines())
+
+
+def test_shrink_keeps_the_failure_and_cuts_the_program_down():
+    for seed in range(200):
+        chooser = fuzz.RandomChooser(seed)
+        original = fuzz.generate(chooser).source
+        if _has_nested_loop(chooser.drawn):
+            break
+    before = fuzz.generate(fuzz.ReplayChooser(chooser.drawn)).source
+    assert before == original  # replaying the recorded decisions is exact
+    small = fuzz_pack.shrink(chooser.drawn, _has_nested_loop)
+    after = fuzz.generate(fuzz.ReplayChooser(small)).source
+    assert _has_nested_loop(small)
+    assert len(after.splitlines()) < len(before.splitlines()) and len(small) < len(chooser.drawn)
