@@ -1,0 +1,98 @@
+"""Compaction (``compaction=`` on compiled backends): blocks run on a bucket of their
+active rows give the per-example run's results, and some steps do run compacted.
+
+The compiled backends (`tests/backends.py`) run each program with small buckets
+(2 and 4 lanes of batches of about 10), so most steps with few threads at a block
+take the gathered path; the profile's per-bucket counts show that they did. NumPy
+already runs only the active rows (it has no compaction option). The oracle is
+``fn(*args, dry_run=True)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcbatch
+from pcbatch import examples
+from pcbatch.errors import StackOverflowError
+from pcbatch.vm import compact
+from tests.backends import BACKEND_NAMES, assert_close, backend
+from tests.programs.python_corpus import PY_CORPUS_BY_NAME
+
+WIDTHS = (2, 4)
+compiled_param = pytest.mark.parametrize(
+    "backend_name", [n for n in BACKEND_NAMES if n != "numpy"]
+)
+
+# Recursion (fib, hanoi, digit_frames), mutual recursion, loops, the NUTS-shaped tree,
+# item assignment into buffers with event shapes (running_maxima, pascal_rows).
+CORPUS = ["fib", "even_odd", "collatz", "hanoi", "digit_frames", "running_maxima", "pascal_rows"]
+
+
+def _leaves(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _run_compacted(backend_name, fn, *args, **options):
+    with pcbatch.profile() as prof:
+        actual = fn(*args, backend=backend(backend_name, compaction=WIDTHS), **options)
+    return actual, prof
+
+
+def _assert_same(actual, expected, backend_name):
+    for a, e in zip(_leaves(actual), _leaves(expected), strict=True):
+        assert_close(a, e, backend_name)
+
+
+@compiled_param
+@pytest.mark.parametrize("name", CORPUS)
+def test_compacted_corpus_equals_dry_run(backend_name, name):
+    entry = PY_CORPUS_BY_NAME[name]
+    args = entry.make_args(np.random.RandomState(len(name)), 10)
+    expected = entry.fn(*args, dry_run=True)
+    actual, prof = _run_compacted(
+        backend_name, entry.fn, *args, max_stack_depth=entry.max_stack_depth
+    )
+    _assert_same(actual, expected, backend_name)
+    assert sum(prof.compacted_block_executions.values()) > 0
+
+
+@compiled_param
+def test_compacted_trajectories_count_like_full_width(backend_name):
+    """The NUTS-shaped program: same results, and the same schedule (steps, primitive
+    lanes) as full width; only how each step runs differs."""
+    x = np.random.RandomState(5).randint(0, 1000, 9)
+    n_traj = np.random.RandomState(6).randint(0, 5, 9)
+    expected = examples.trajectories(x, n_traj, dry_run=True)
+    actual, prof = _run_compacted(backend_name, examples.trajectories, x, n_traj)
+    _assert_same(actual, expected, backend_name)
+    with pcbatch.profile() as full:
+        examples.trajectories(x, n_traj, backend=backend(backend_name))
+    assert prof.block_executions == full.block_executions
+    assert prof.primitive_lanes == full.primitive_lanes
+    assert set(prof.compacted_block_executions) == set(WIDTHS)
+    assert not full.compacted_block_executions
+
+
+@compiled_param
+def test_compacted_stack_overflow_is_detected(backend_name):
+    """A push past the stack in a compacted block still stops the run and raises."""
+    n = np.array([2, 3, 12])  # one deep thread: it recurses alone, in the 2-lane bucket
+    with pytest.raises(StackOverflowError, match="fib"):
+        _run_compacted(backend_name, examples.fib, n, max_stack_depth=6)
+
+
+def test_buckets():
+    assert compact.buckets(None, 1000) == []
+    assert compact.buckets("auto", 1000) == [16, 128]
+    assert compact.buckets("auto", 100) == [16]
+    assert compact.buckets("auto", 20) == []
+    assert compact.buckets("auto", 100_000) == [256, 2048, 16384]
+    assert compact.buckets((64, 8, 2000), 1000) == [8, 64]
+    with pytest.raises(ValueError, match="compaction"):
+        compact.check_option("fast")
+    with pytest.raises(ValueError, match="positive ints"):
+        compact.check_option((0, 4))
