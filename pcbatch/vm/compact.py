@@ -7,10 +7,11 @@ The staged VM runs every block full width under a mask, so a block with 3 of
 - full width, under the mask (as without compaction), and
 - one of a few *buckets* of ``k`` lanes (``k`` below the batch width): when at
   most ``k`` threads are at the block, their row numbers are gathered
-  (``active_rows``, padded with the out-of-range row ``batch``), the registers'
-  tops and stack depths of those rows are gathered, the block's own code runs at
-  width ``k``, and what it changed is scattered back into those rows only
-  (padding rows are dropped).
+  (the backend's ``active_rows``: on JAX padded with the out-of-range row
+  ``batch``, dropped on the way back; on TensorFlow with inactive rows, written
+  back unchanged), the tops and stack depths of the registers the block touches
+  are gathered at those rows, the block's own code runs at width ``k``, and what
+  it changed is scattered back into those rows only.
 
 Stacks are not gathered: a narrow leaf keeps the full stack and the row numbers
 (``"rows"``), and `StagedMachine.push`/`pop` index the stack through them, so
@@ -33,6 +34,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Sequence
+
+from pcbatch.ir.nodes import BranchOp, PopOp
+from pcbatch.ir.types import flatten
 
 #: no bucket is narrower than this (below it the gather costs more than it saves)
 SMALLEST = 8
@@ -122,9 +126,11 @@ class Compaction:
         this bucket is chosen)."""
         m = self.m
 
+        keys = _touched(m, block.block)
+
         def run(state):
             rows = m.ops.active_rows(state["pc"]["top"] == block.index, self.widths[bucket])
-            before = gather(m, state, rows)
+            before = gather(m, state, rows, keys)
             state = scatter(m, state, before, block(before), rows)
             if "compacted" in state:  # profiling
                 state["compacted"] = m.ops.add_at(state["compacted"], bucket, 1)
@@ -133,10 +139,25 @@ class Compaction:
         return run
 
 
-def gather(m, state: dict, rows) -> dict:
-    """The loop state of the threads in ``rows`` (padding rows: halted, never active)."""
+def _touched(m, block) -> list:
+    """The register keys ``block`` reads or writes (only those are gathered)."""
+    names = set()
+    for op in block.instructions:
+        if isinstance(op, PopOp):
+            names.update(op.vars)
+        else:
+            names.update(flatten(op.vars_in))
+            names.update(flatten(op.vars_out))
+    if isinstance(block.terminator, BranchOp):
+        names.add(block.terminator.cond_var)
+    return sorted(k for name in names for k, _ in m.layout.leaves.get(name, ()))
+
+
+def gather(m, state: dict, rows, keys) -> dict:
+    """The registers ``keys`` and the program counter of the threads in ``rows``
+    (padding rows: halted, never active)."""
     ops = m.ops
-    narrow = dict(state, vars={k: _gather_leaf(ops, v, rows) for k, v in state["vars"].items()})
+    narrow = dict(state, vars={k: _gather_leaf(ops, state["vars"][k], rows) for k in keys})
     pc = _gather_leaf(ops, state["pc"], rows)
     valid = rows < m.layout.batch_size
     pc["top"] = ops.where(valid, pc["top"], ops.full_pc(len_of(rows), m.halt))
@@ -161,10 +182,9 @@ def scatter(m, state: dict, before: dict, after: dict, rows) -> dict:
     into ``rows``; what it left alone keeps its identity."""
     ops = m.ops
     out = dict(state)
-    out["vars"] = {
-        k: _scatter_leaf(ops, leaf, before["vars"][k], after["vars"][k], rows)
-        for k, leaf in state["vars"].items()
-    }
+    out["vars"] = dict(state["vars"])
+    for k, narrow in before["vars"].items():
+        out["vars"][k] = _scatter_leaf(ops, state["vars"][k], narrow, after["vars"][k], rows)
     out["pc"] = _scatter_leaf(ops, state["pc"], before["pc"], after["pc"], rows)
     out["posted"] = {
         slot: _pad_posted(ops, empty, after["posted"][slot], rows, m.layout.batch_size)
