@@ -67,6 +67,16 @@ def buckets(option, batch_size: int) -> list[int]:
     raise ValueError(f"compaction must be None, 'auto' or a sequence of ints, not {option!r}")
 
 
+def parse_option(text: str | None):
+    """A command line's compaction option: None, ``"auto"`` or ``"16,128"`` (widths)."""
+    if text is None or text == "auto":
+        return text
+    try:
+        return tuple(int(k) for k in text.split(","))
+    except ValueError:
+        raise ValueError(f"compaction: 'auto' or widths like '16,128', not {text!r}") from None
+
+
 def check_option(option) -> None:
     """Raises ValueError for an option `buckets` would reject (at construction time)."""
     buckets(option, 2)
