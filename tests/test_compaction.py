@@ -98,3 +98,19 @@ def test_buckets():
         compact.check_option("fast")
     with pytest.raises(ValueError, match="positive ints"):
         compact.check_option((0, 4))
+
+
+@compiled_param
+def test_compacted_host_callback_sees_each_thread_once_per_visit(backend_name):
+    """A host callback in a compacted block reports the active threads' values only."""
+    from tests import test_host_callback as hc
+
+    xs = np.array([3, 1, 0, 2, 4, 6])
+    hc.calls.clear()
+    expected = hc.countdown(xs, dry_run=True)
+    oracle = hc._reported()
+    hc.calls.clear()
+    actual, prof = _run_compacted(backend_name, hc.countdown, xs)
+    assert_close(actual, expected, backend_name)
+    assert hc._reported() == oracle
+    assert sum(prof.compacted_block_executions.values()) > 0
