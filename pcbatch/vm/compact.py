@@ -38,7 +38,8 @@ from collections.abc import Sequence
 from pcbatch.ir.nodes import BranchOp, PopOp
 from pcbatch.ir.types import flatten
 
-#: no bucket is narrower than this (below it the gather costs more than it saves)
+#: ``"auto"`` makes no bucket narrower than this (it would save little over the next one
+#: up and cost one more compilation of every block)
 SMALLEST = 8
 #: ``compaction="auto"`` uses at most this many buckets (compile time grows with each)
 MAX_AUTO_BUCKETS = 3
@@ -135,7 +136,6 @@ class Compaction:
         """``block`` run on the first ``widths[bucket]`` active rows (all of them, when
         this bucket is chosen)."""
         m = self.m
-
         keys = _touched(m, block.block)
 
         def run(state):
@@ -170,12 +170,12 @@ def gather(m, state: dict, rows, keys) -> dict:
     narrow = dict(state, vars={k: _gather_leaf(ops, state["vars"][k], rows) for k in keys})
     pc = _gather_leaf(ops, state["pc"], rows)
     valid = rows < m.layout.batch_size
-    pc["top"] = ops.where(valid, pc["top"], ops.full_pc(len_of(rows), m.halt))
+    pc["top"] = ops.where(valid, pc["top"], ops.full_pc(_width(rows), m.halt))
     narrow["pc"] = pc
     return narrow
 
 
-def len_of(rows) -> int:
+def _width(rows) -> int:
     return int(rows.shape[0])
 
 
@@ -221,7 +221,7 @@ def _scatter_leaf(ops, leaf: dict, before: dict, after: dict, rows) -> dict:
 def _pad_posted(ops, empty: dict, write: dict, rows, batch_size: int) -> dict:
     """A narrow posted item assignment as a full-width slot: its rows renumbered to the
     batch's (out of range stays out of range), then the empty slot's padding."""
-    width = len_of(rows)
+    width = _width(rows)
     head = ops.arange(width)
     inside = write["rows"] < width
     renumbered = ops.where(inside, ops.take_rows(rows, write["rows"]), batch_size)
@@ -257,14 +257,15 @@ def _returning(branch, paths):
 
 
 def _with_values(state: dict, paths, values) -> dict:
-    """``state`` with the leaves at ``paths`` replaced (the containers on the way copied)."""
-    state = dict(state)
-    for path, value in zip(paths, values):
-        node = state
-        for key in path[:-1]:
-            child = node[key]
-            child = dict(child) if isinstance(child, dict) else list(child)
-            node[key] = child
-            node = child
-        node[path[-1]] = value
-    return state
+    """``state`` with the leaves at ``paths`` replaced (each container rebuilt once)."""
+    return _replace(state, dict(zip(paths, values)), ())
+
+
+def _replace(tree, updates: dict, prefix: tuple):
+    if prefix in updates:
+        return updates[prefix]
+    if isinstance(tree, dict):
+        return {k: _replace(v, updates, (*prefix, k)) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_replace(v, updates, (*prefix, i)) for i, v in enumerate(tree))
+    return tree
