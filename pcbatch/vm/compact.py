@@ -25,8 +25,8 @@ written. The choice is made inside the block's branch of the dispatch; the large
 registers the block does not write stay out of it, so write ports
 (`pcbatch.vm.ports`) see the same writes as at full width.
 
-Buckets are fixed at trace time (each costs one more trace of every block);
-`buckets` picks them from the option.
+Buckets are fixed at trace time (each costs one more trace and compilation of
+every block that calls a primitive); `buckets` picks them from the option.
 """
 
 from __future__ import annotations
@@ -107,7 +107,14 @@ class Compaction:
         self.narrow_blocks = [[_Block(n, i) for i in range(machine.halt)] for n in narrow]
 
     def wrap(self, index: int, block):
-        """``block`` (state -> state) choosing its width per step from its active count."""
+        """``block`` (state -> state) choosing its width per step from its active count.
+
+        A block that calls no primitive (only copies, pushes, pops and jumps) stays full
+        width: narrow, it would save masked selects and pay as much in gathers and
+        scatters, plus its compilation per bucket.
+        """
+        if all(f is None for f in getattr(block, "functions", [None])):
+            return block
         ops, widths = self.m.ops, self.widths
         narrow = [self._narrow(blocks[index], j) for j, blocks in enumerate(self.narrow_blocks)]
         kept = self._kept(index)
