@@ -5,7 +5,15 @@ wall time of a warm call, microseconds per block execution, the first call's
 time (tracing and compilation included) and the speed-up over running every
 example alone as plain Python (the same function with ``dry_run=True``).
 
-Usage: ``python benchmarks/backends.py [--repeats N]``
+With ``--compaction SPEC`` (``auto`` or bucket widths such as ``16,128``), JAX and
+TensorFlow also run with that compaction option (`pcbatch.vm.compact`), in rows
+``jax/c`` and ``tf-xla/c`` beside the full-width ones, plus a column: the block
+executions that ran compacted. Warm calls of a workload's backends alternate, so
+that a change in the machine's load touches each alike. ``--only TEXT`` keeps the
+workloads whose name contains TEXT, ``--backends jax,jax/c`` those backends.
+
+Usage: ``python benchmarks/backends.py [--repeats N] [--compaction SPEC] [--only TEXT]
+[--backends NAMES]``
 """
 
 from __future__ import annotations
@@ -18,20 +26,25 @@ import numpy as np
 
 import pcbatch
 from pcbatch import examples
+from pcbatch.vm import compact
 
 
-def _backends() -> dict:
+def _backends(compaction) -> dict:
+    """Name -> backend; with ``compaction``, each compiled backend twice (``/c``: compacted)."""
     found = {"numpy": pcbatch.NumpyBackend()}
+    variants = [("", None)] + ([("/c", compaction)] if compaction is not None else [])
     try:
         from pcbatch.backends.jax import JaxBackend
 
-        found["jax"] = JaxBackend()
+        for suffix, option in variants:
+            found["jax" + suffix] = JaxBackend(compaction=option)
     except ImportError:
         pass
     try:
         from pcbatch.backends.tensorflow import TensorFlowBackend
 
-        found["tf-xla"] = TensorFlowBackend(jit_compile=True)
+        for suffix, option in variants:
+            found["tf-xla" + suffix] = TensorFlowBackend(jit_compile=True, compaction=option)
     except ImportError:
         pass
     return found
@@ -60,44 +73,66 @@ def _block(result):
         getattr(leaf, "block_until_ready", lambda: None)()
 
 
-def _measure(fn, args, depth, backend, repeats):
+def _first_and_counts(fn, args, depth, backend):
+    """The first call's seconds (compilation included) and a profiled call's counts."""
     start = time.perf_counter()
     _block(fn(*args, backend=backend, max_stack_depth=depth))
     first = time.perf_counter() - start
     with pcbatch.profile() as prof:
         fn(*args, backend=backend, max_stack_depth=depth)
-    times = []
+    return first, prof
+
+
+def _warm_times(fn, args, depth, backends: dict, repeats: int) -> dict:
+    """Per backend: the median of ``repeats`` warm calls, the backends taking turns."""
+    times = {name: [] for name in backends}
     for _ in range(repeats):
-        start = time.perf_counter()
-        _block(fn(*args, backend=backend, max_stack_depth=depth))
-        times.append(time.perf_counter() - start)
-    return prof.block_executions, statistics.median(times), first
+        for name, backend in backends.items():
+            start = time.perf_counter()
+            _block(fn(*args, backend=backend, max_stack_depth=depth))
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--compaction", default=None, help="also run compacted: auto or widths like 16,128"
+    )
+    parser.add_argument("--only", default="", help="workloads whose name contains this")
+    parser.add_argument("--backends", default="", help="a subset, e.g. jax,jax/c")
     opts = parser.parse_args()
+    backends = _backends(compact.parse_option(opts.compaction))
+    if opts.backends:
+        backends = {k: v for k, v in backends.items() if k in opts.backends.split(",")}
     header = (
-        f"{'workload':<22} {'backend':<7} {'blocks':>7} {'warm s':>8} {'us/block':>9} "
-        f"{'first s':>8} {'alone s':>8} {'alone/warm':>10}"
+        f"{'workload':<22} {'backend':<8} {'blocks':>7} {'compact':>7} {'warm s':>8} "
+        f"{'us/block':>9} {'first s':>8} {'alone s':>8} {'alone/warm':>10}"
     )
     print(header)
     print("-" * len(header))
     for name, fn, args, depth in _workloads():
+        if opts.only not in name:
+            continue
         start = time.perf_counter()
         fn(*args, dry_run=True)
         alone = time.perf_counter() - start
-        for backend_name, backend in _backends().items():
-            blocks, warm, first = _measure(fn, args, depth, backend, opts.repeats)
+        firsts = {b: _first_and_counts(fn, args, depth, backend) for b, backend in backends.items()}
+        warm = _warm_times(fn, args, depth, backends, opts.repeats)
+        for backend_name, (first, prof) in firsts.items():
+            blocks, seconds = prof.block_executions, warm[backend_name]
+            compacted = sum(prof.compacted_block_executions.values())
             print(
-                f"{name:<22} {backend_name:<7} {blocks:>7} {warm:>8.4f} "
-                f"{warm / max(blocks, 1) * 1e6:>9.1f} {first:>8.2f} {alone:>8.2f} "
-                f"{alone / warm:>9.1f}x"
+                f"{name:<22} {backend_name:<8} {blocks:>7} {compacted:>7} {seconds:>8.4f} "
+                f"{seconds / max(blocks, 1) * 1e6:>9.1f} {first:>8.2f} {alone:>8.2f} "
+                f"{alone / seconds:>9.1f}x"
             )
     print(
-        "\nblocks: VM steps; warm: median of --repeats calls after the first; first: the first"
-        "\ncall, compilation included; alone: every example run alone as plain Python."
+        "\nblocks: VM steps; compact: of those, block executions run on a bucket of lanes"
+        "\n(--compaction); warm: median of --repeats calls after the first, the backends taking"
+        "\nturns; first: the first call, compilation included; alone: every example run alone"
+        "\nas plain Python."
     )
 
 

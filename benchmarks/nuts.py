@@ -7,6 +7,10 @@ evaluations/s, minimum ESS/s, utilization (leapfrog steps taken / lanes of the
 batched gradient calls) and the lockstep bound (per draw, mean / max trajectory
 length: what a sampler that waits for the slowest chain at every draw can reach).
 Compile time is the first call's wall time minus the second's.
+
+``--compaction auto`` (or widths such as ``16,128``) runs JAX and TensorFlow with
+that compaction option (`pcbatch.vm.compact`); list a backend twice as
+``jax,jax/c`` to run it full width and compacted.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 
 from pcbatch.demo import correlated_gaussian
 from pcbatch.mcmc import nuts
+from pcbatch.vm import compact
 
 try:  # run as a script (python benchmarks/nuts.py) or as a module
     import nuts_baselines
@@ -52,7 +57,21 @@ def gaussian(dim=100):
     return dim, log_prob, value_and_grad
 
 
-def run(backend, target, chains, warmup, samples, step_size):
+def _compiled_backend(name: str, compaction):
+    if name == "jax":
+        from pcbatch.backends.jax import JaxBackend
+
+        return JaxBackend(compaction=compaction)
+    from pcbatch.backends.tensorflow import TensorFlowBackend
+
+    return TensorFlowBackend(compaction=compaction)
+
+
+def run(backend, target, chains, warmup, samples, step_size, compaction=None):
+    """``backend``: a name; ``name/c`` runs a compiled backend with ``compaction``."""
+    backend, compacted = backend.removesuffix("/c"), backend.endswith("/c")
+    chosen = _compiled_backend(backend, compaction) if compacted else None
+    options_backend = {"backend": chosen} if compacted else {}
     dim, log_prob, value_and_grad = target
     start = np.random.RandomState(1).normal(size=(chains, dim))
     if backend in nuts_baselines.SAMPLERS:
@@ -68,7 +87,8 @@ def run(backend, target, chains, warmup, samples, step_size):
         )
     # No progress bar: timings measure the sampler alone.
     options = dict(
-        num_samples=samples, num_warmup=warmup, seed=0, step_size=step_size, progress_bar=False
+        num_samples=samples, num_warmup=warmup, seed=0, step_size=step_size, progress_bar=False,
+        **options_backend,
     )
     if backend == "numpy":
         call = lambda: nuts.sample(None, start, value_and_grad=value_and_grad, **options)
@@ -95,8 +115,8 @@ def main() -> None:
     parser.add_argument(
         "--backends",
         default="numpy",
-        help="comma-separated: numpy, jax, tensorflow, and the lockstep baselines blackjax, "
-        "numpyro",
+        help="comma-separated: numpy, jax, tensorflow (jax/c, tensorflow/c: compacted, "
+        "see --compaction), and the lockstep baselines blackjax, numpyro",
     )
     parser.add_argument("--chains", default="1,10,100,1000")
     parser.add_argument("--warmup", type=int, default=100)
@@ -105,7 +125,11 @@ def main() -> None:
     parser.add_argument(
         "--step-size", type=float, default=0.1, help="initial (or, with no warmup, fixed) step size"
     )
+    parser.add_argument(
+        "--compaction", default="auto", help="for backends named jax/c or tensorflow/c"
+    )
     args = parser.parse_args()
+    compaction = compact.parse_option(args.compaction)
     target = gaussian() if args.target == "gaussian" else logistic_regression()
     print(
         f"target={args.target} warmup={args.warmup} samples={args.samples} "
@@ -119,7 +143,7 @@ def main() -> None:
     for backend in args.backends.split(","):
         for chains in (int(c) for c in args.chains.split(",")):
             result, compile_s = run(
-                backend, target, chains, args.warmup, args.samples, args.step_size
+                backend, target, chains, args.warmup, args.samples, args.step_size, compaction
             )
             wall = result.wall_time
             ess = float(np.min(result.ess())) if chains * args.samples >= 4 else float("nan")

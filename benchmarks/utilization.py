@@ -22,8 +22,11 @@ refill's pending-input and result buffers (N rows each, a column of their own). 
 (null/temporary), one row (register) or a stack (full).
 
 Usage: ``python benchmarks/utilization.py [--scale S] [--backend numpy|jax|tensorflow]
-[--policies returns_first,...] [--workloads collatz,fib,nuts] [--group G]``. ``--scale 0.01``
-runs 1/100 of every input count with 1/100 of the lanes (a smoke test).
+[--policies returns_first,...] [--workloads collatz,fib,nuts] [--group G]
+[--compaction auto|16,128]``. ``--scale 0.01`` runs 1/100 of every input count with
+1/100 of the lanes (a smoke test). ``--compaction`` runs a compiled backend with that
+compaction option (`pcbatch.vm.compact`) and adds a column: the block executions
+that ran on a bucket of lanes.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import pcbatch
 from pcbatch import examples
 from pcbatch.ir.types import VariableAllocation, flatten
 from pcbatch.passes import order_blocks
+from pcbatch.vm import compact
 
 
 def _workloads(scale: float):
@@ -111,20 +115,22 @@ def _row(name, mode, policy, fn, args, lanes, depth, backend, group) -> str:
         f"{name:<14} {mode + '/' + policy:<20} {len(args[0]):>7} {prof.block_executions:>9} "
         f"{prof.primitive_executions:>9} {prof.lane_utilization:>5.3f} {prof.occupancy:>5.3f} "
         f"{seconds:>8.2f} {ours / 1024:>9.1f} {peer / 1024:>9.1f} {peer / ours:>6.1f}x "
-        f"{buffers / 1024:>8.1f}"
+        f"{buffers / 1024:>8.1f} {sum(prof.compacted_block_executions.values()):>7}"
     )
 
 
-def _backend(name: str):
+def _backend(name: str, compaction=None):
     if name == "numpy":
+        if compaction is not None:
+            raise SystemExit("--compaction is for the compiled backends (jax, tensorflow)")
         return pcbatch.NumpyBackend()
     if name == "jax":
         from pcbatch.backends.jax import JaxBackend
 
-        return JaxBackend()
+        return JaxBackend(compaction=compaction)
     from pcbatch.backends.tensorflow import TensorFlowBackend
 
-    return TensorFlowBackend()
+    return TensorFlowBackend(compaction=compaction)
 
 
 def main() -> None:
@@ -142,17 +148,23 @@ def main() -> None:
     parser.add_argument(
         "--group", type=int, default=None, help="refill group (default: map's, lanes // 10)"
     )
+    parser.add_argument(
+        "--compaction", default=None, help="compiled backends: auto or widths like 16,128"
+    )
     opts = parser.parse_args()
     policies = ["lowest_pc"] + [p for p in opts.policies.split(",") if p and p != "lowest_pc"]
     for policy in policies:
         order_blocks.check_policy(policy)
-    backend = _backend(opts.backend)
+    backend = _backend(opts.backend, compact.parse_option(opts.compaction))
     header = (
         f"{'workload':<14} {'mode/policy':<20} {'inputs':>7} {'steps':>9} {'prims':>9} "
         f"{'util':>5} {'occ':>5} {'wall s':>8} {'mem KiB':>9} {'peer KiB':>9} {'saving':>7} "
-        f"{'bufs KiB':>8}"
+        f"{'bufs KiB':>8} {'compact':>7}"
     )
-    print(f"backend: {opts.backend}; scale {opts.scale}; refill group {opts.group or 'default'}")
+    print(
+        f"backend: {opts.backend}; scale {opts.scale}; refill group {opts.group or 'default'}; "
+        f"compaction {opts.compaction or 'off'}"
+    )
     print(header)
     print("-" * len(header))
     chosen = opts.workloads.split(",")
@@ -168,7 +180,8 @@ def main() -> None:
         "fraction of lanes active per primitive execution; occ: mean fraction of lanes "
         "holding a live thread per step; wall s: one unprofiled run; mem: registers and "
         "stacks allocated for the lanes at max_stack_depth; peer: a full stack for every "
-        "variable; saving: peer / mem; bufs: refill's pending-input and result buffers."
+        "variable; saving: peer / mem; bufs: refill's pending-input and result buffers; "
+        "compact: steps run on a bucket of lanes (--compaction)."
     )
 
 

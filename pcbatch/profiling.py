@@ -95,6 +95,11 @@ class Profile:
     shard_block_executions: collections.Counter = dataclasses.field(
         default_factory=collections.Counter
     )
+    #: compiled backends with compaction (`pcbatch.vm.compact`): block executions that
+    #: ran on a bucket of lanes, per bucket width (the rest ran full width)
+    compacted_block_executions: collections.Counter = dataclasses.field(
+        default_factory=collections.Counter
+    )
 
     @property
     def lane_utilization(self) -> float:
@@ -201,6 +206,7 @@ class Profile:
             "occupancy": self.occupancy,
             "primitive_counts": dict(self.primitive_counts),
             "primitive_lanes": dict(self.primitive_lanes),
+            "compacted_block_executions": dict(self.compacted_block_executions),
             "blocks": self.block_table(),
             "lines": self.line_table(),
             "utilization_series": {

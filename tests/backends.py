@@ -14,7 +14,8 @@ def _available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def make_backend(name: str):
+def make_backend(name: str, **options):
+    """``options``: keyword arguments of a compiled backend (say, ``compaction``)."""
     if name == "numpy":
         return pcbatch.NumpyBackend()
     if name == "jax":
@@ -25,12 +26,12 @@ def make_backend(name: str):
         jax.config.update("jax_enable_x64", True)
         from pcbatch.backends.jax import JaxBackend
 
-        return JaxBackend()
+        return JaxBackend(**options)
     if name == "tensorflow":
         from pcbatch.backends.tensorflow import TensorFlowBackend
 
         # Graph mode compiles far faster than XLA; XLA has its own tests.
-        return TensorFlowBackend(jit_compile=False)
+        return TensorFlowBackend(jit_compile=False, **options)
     raise ValueError(name)
 
 
@@ -44,10 +45,11 @@ BACKEND_NAMES = (
 _INSTANCES: dict = {}
 
 
-def backend(name: str):
-    if name not in _INSTANCES:
-        _INSTANCES[name] = make_backend(name)
-    return _INSTANCES[name]
+def backend(name: str, **options):
+    key = (name, *sorted(options.items()))
+    if key not in _INSTANCES:
+        _INSTANCES[key] = make_backend(name, **options)
+    return _INSTANCES[key]
 
 
 def float_rtol(name: str) -> float:

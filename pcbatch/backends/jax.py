@@ -30,6 +30,7 @@ from pcbatch.backends.jax_sharding import BatchSharding
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.setitem import align
 from pcbatch.ir.types import TensorType, Type, map_pattern
+from pcbatch.vm import compact
 
 
 def _canonical(dtype) -> np.dtype:
@@ -47,6 +48,10 @@ class JaxBackend:
         out for a mesh with one axis.
       gather: return results replicated on every device (and every process)
         instead of sharded along ``axis``.
+      compaction: ``None`` (default): every block runs full width under a mask.
+        ``"auto"`` or a sequence of bucket widths: a block with at most ``k`` active
+        threads runs on those threads' rows only, gathered into ``k`` lanes
+        (`pcbatch.vm.compact`; same results, one more trace of each block per bucket).
     """
 
     name = "jax"
@@ -54,9 +59,11 @@ class JaxBackend:
     staged = True
     index_dtype = np.dtype(np.int32)
 
-    def __init__(self, mesh=None, axis=None, gather: bool = False):
+    def __init__(self, mesh=None, axis=None, gather: bool = False, compaction=None):
         if mesh is None and (axis is not None or gather):
             raise ValueError("axis= and gather= shard the batch over a mesh: pass mesh= too")
+        compact.check_option(compaction)
+        self.compaction = compaction
         self.sharding = None if mesh is None else BatchSharding(mesh, axis, gather)
         self._types = NumpyBackend()
         self.compile_cache: dict = {}
@@ -161,10 +168,28 @@ class JaxBackend:
         """Per column j: whether some row i has ``mask[i]`` and ``matrix[i, j]``."""
         return jnp.matmul(mask.astype(jnp.int32), jnp.asarray(matrix, jnp.int32)) > 0
 
-    def scatter_rows(self, stack, depth, values):
-        """``stack[depth[b], b] = values[b]``; rows whose depth is out of range are skipped."""
-        rows = jnp.arange(stack.shape[1])
+    def scatter_rows(self, stack, depth, values, rows=None):
+        """``stack[depth[b], rows[b]] = values[b]`` (``rows``: all, in order, if None);
+        entries whose depth or row is out of range are skipped."""
+        rows = jnp.arange(stack.shape[1]) if rows is None else rows
         return stack.at[depth, rows].set(values.astype(stack.dtype), mode="drop")
+
+    # -- compaction (`pcbatch.vm.compact`) ----------------------------------------
+    def active_rows(self, mask, width: int):
+        """The first ``width`` set rows of ``mask``, padded with ``len(mask)``."""
+        (rows,) = jnp.nonzero(mask, size=width, fill_value=mask.shape[0])
+        return rows.astype(self.index_dtype)
+
+    def take_rows(self, array, rows):
+        """``array[rows]``; out-of-range rows read the last row (their values unused)."""
+        return jnp.take(array, rows, axis=0, mode="clip")
+
+    def put_rows(self, array, rows, values):
+        """``array[rows] = values``; out-of-range rows are dropped."""
+        return array.at[rows].set(values.astype(array.dtype), mode="drop")
+
+    def as_index(self, flag):
+        return jnp.asarray(flag, self.index_dtype)
 
     def take(self, array, index):
         """``array[index]`` along the first axis (``index`` in range)."""
@@ -178,8 +203,9 @@ class JaxBackend:
         """Per row, how many rows up to and including it are set."""
         return jnp.cumsum(mask, dtype=self.index_dtype)
 
-    def gather_rows(self, stack, depth):
-        rows = jnp.arange(stack.shape[1])
+    def gather_rows(self, stack, depth, rows=None):
+        """``stack[depth[b], rows[b]]`` (``rows``: all, in order, if None), clipped."""
+        rows = jnp.arange(stack.shape[1]) if rows is None else jnp.clip(rows, 0, stack.shape[1] - 1)
         return stack[jnp.clip(depth, 0, stack.shape[0] - 1), rows]
 
     #: the staged machine posts stack and item writes to run after each block

@@ -22,6 +22,7 @@ from pcbatch.backends import numpy_dispatch
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
+from pcbatch.vm import compact
 
 
 def _np_dtype(dtype) -> np.dtype:
@@ -35,6 +36,9 @@ class TensorFlowBackend:
       safety_checks: check stack overflow and the step limit after each run
         (one small device-to-host read); False skips them for raw speed.
       jit_compile: compile the staged program with XLA.
+      compaction: ``None`` (default): every block runs full width under a mask.
+        ``"auto"`` or a sequence of bucket widths: a block with at most ``k`` active
+        threads runs on ``k`` gathered rows (`pcbatch.vm.compact`; same results).
     """
 
     name = "tensorflow"
@@ -42,7 +46,9 @@ class TensorFlowBackend:
     staged = True
     index_dtype = np.dtype(np.int32)
 
-    def __init__(self, safety_checks: bool = True, jit_compile: bool = True):
+    def __init__(self, safety_checks: bool = True, jit_compile: bool = True, compaction=None):
+        compact.check_option(compaction)
+        self.compaction = compaction
         self.safety_checks = safety_checks
         self.jit_compile = jit_compile
         self._types = NumpyBackend()
@@ -157,14 +163,16 @@ class TensorFlowBackend:
         representative = tf.gather(value, tf.argmax(tf.cast(mask, tf.int32)))[None]
         return self.where(mask, value, representative)
 
-    def _row_indices(self, stack, depth):
-        rows = tf.range(tf.shape(stack)[1], dtype=tf.int32)
+    def _row_indices(self, stack, depth, rows=None):
+        if rows is None:
+            rows = tf.range(tf.shape(stack)[1], dtype=tf.int32)
         clipped = tf.clip_by_value(depth, 0, stack.shape[0] - 1)
-        return tf.stack([clipped, rows], axis=1)
+        return tf.stack([clipped, tf.cast(rows, tf.int32)], axis=1)
 
-    def scatter_rows(self, stack, depth, values):
-        """``stack[depth[b], b] = values[b]``; rows whose depth is out of range keep theirs."""
-        indices = self._row_indices(stack, depth)
+    def scatter_rows(self, stack, depth, values, rows=None):
+        """``stack[depth[b], rows[b]] = values[b]`` (``rows``: all, in order, if None;
+        distinct); entries whose depth is out of range keep theirs."""
+        indices = self._row_indices(stack, depth, rows)
         current = tf.gather_nd(stack, indices)
         valid = depth < stack.shape[0]
         updates = self.where(valid, tf.cast(values, stack.dtype), current)
@@ -182,8 +190,28 @@ class TensorFlowBackend:
         """Per row, how many rows up to and including it are set."""
         return tf.cumsum(tf.cast(mask, tf.int32))
 
-    def gather_rows(self, stack, depth):
-        return tf.gather_nd(stack, self._row_indices(stack, depth))
+    def gather_rows(self, stack, depth, rows=None):
+        return tf.gather_nd(stack, self._row_indices(stack, depth, rows))
+
+    # -- compaction (`pcbatch.vm.compact`) ----------------------------------------
+    def active_rows(self, mask, width: int):
+        """``width`` distinct rows, the set rows of ``mask`` first, padded with unset rows.
+
+        (Not padded with an out-of-range row as on JAX: TensorFlow's scatters do not
+        drop those, and an unset row written back with its own values changes nothing.)
+        """
+        order = tf.argsort(tf.cast(tf.logical_not(mask), tf.int32), stable=True)
+        return tf.cast(order[:width], tf.int32)
+
+    def take_rows(self, array, rows):
+        return tf.gather(array, rows)
+
+    def put_rows(self, array, rows, values):
+        """``array[rows] = values`` for distinct, in-range ``rows``."""
+        return self.scatter(array, rows, values)
+
+    def as_index(self, flag):
+        return tf.cast(flag, tf.int32)
 
     def set_items(self, setitem, target, value, indices, mask):
         """``target[rows, *index] = value`` for the threads in ``mask`` (all if None).

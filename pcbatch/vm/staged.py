@@ -47,7 +47,7 @@ from pcbatch.ir.types import (
     map_pattern,
     rebuild,
 )
-from pcbatch.vm import policy
+from pcbatch.vm import compact, policy
 from pcbatch.vm.ports import Ports
 
 PC = "__pc__"
@@ -367,6 +367,10 @@ class StagedMachine:
         self.ports = None
         if getattr(ops, "uses_ports", False):
             self.ports = Ports(program, self.layout, self.posted) or None
+        widths = compact.buckets(getattr(ops, "compaction", None), batch_size)
+        self.compaction = compact.Compaction(self, widths) if widths else None
+        if self.compaction is not None:
+            self.blocks = [self.compaction.wrap(i, b) for i, b in enumerate(self.blocks)]
         if self.ports is not None:
             self.blocks = [self.ports.wrap(ops, i, b) for i, b in enumerate(self.blocks)]
         # None: the lowest program counter runs
@@ -392,16 +396,17 @@ class StagedMachine:
         if written_before:
             stack = leaf["stack"]  # see `PostedWrites.write_pushes`
         else:
-            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
+            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"], leaf.get("rows"))
         new_depth = ops.where(mask, ops.minimum(depth + 1, capacity), depth)
         top = ops.where(mask, value, leaf["top"])
-        return {"top": top, "stack": stack, "depth": new_depth}, overflow
+        return dict(leaf, top=top, stack=stack, depth=new_depth), overflow
 
     def pop(self, leaf: dict, mask) -> dict:
+        """(A leaf of a compacted block, `pcbatch.vm.compact`, names its stack's rows.)"""
         ops = self.ops
         depth = ops.where(mask, ops.maximum(leaf["depth"] - 1, 0), leaf["depth"])
-        saved = ops.gather_rows(leaf["stack"], depth)
-        return {"top": ops.where(mask, saved, leaf["top"]), "stack": leaf["stack"], "depth": depth}
+        saved = ops.gather_rows(leaf["stack"], depth, leaf.get("rows"))
+        return dict(leaf, top=ops.where(mask, saved, leaf["top"]), depth=depth)
 
     def flag_overflow(self, state: dict, overflow, block: int) -> dict:
         ops = self.ops
@@ -497,6 +502,8 @@ class StagedMachine:
             state["active_sum"] = ops.scalar_float(0.0)
             state["live_sum"] = ops.scalar_float(0.0)
             state["prim_count"] = ops.scalar_int(0)
+            if self.compaction is not None:  # block executions per bucket
+                state["compacted"] = ops.zeros((len(self.compaction.widths),), ops.index_dtype)
         return state
 
     def run(self, inputs: list, live=None):
@@ -676,6 +683,9 @@ def _record(prof, program, staged, info, backend) -> None:
                 if isinstance(op, PrimOp) and not op.is_copy:
                     prof.primitive_counts[op.label] += int(n)
                     prof.primitive_lanes[op.label] += int(active)
+    if "compacted" in info:
+        for width, n in zip(staged.compaction.widths, backend.to_host(info["compacted"])):
+            prof.compacted_block_executions[width] += int(n)
     prims = int(backend.to_host(info["prim_count"]))
     prof.primitive_executions += prims
     if batch:

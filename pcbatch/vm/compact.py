@@ -1,0 +1,278 @@
+"""Compaction: a block run on its active rows only, gathered into a smaller bucket.
+
+The staged VM runs every block full width under a mask, so a block with 3 of
+1,000 threads at it costs what 1,000 cost. With compaction on (a backend's
+``compaction`` option), each block chooses per step between
+
+- full width, under the mask (as without compaction), and
+- one of a few *buckets* of ``k`` lanes (``k`` below the batch width): when at
+  most ``k`` threads are at the block, their row numbers are gathered
+  (the backend's ``active_rows``: on JAX padded with the out-of-range row
+  ``batch``, dropped on the way back; on TensorFlow with inactive rows, written
+  back unchanged), the tops and stack depths of the registers the block touches
+  are gathered at those rows, the block's own code runs at width ``k``, and what
+  it changed is scattered back into those rows only.
+
+Stacks are not gathered: a narrow leaf keeps the full stack and the row numbers
+(``"rows"``), and `StagedMachine.push`/`pop` index the stack through them, so
+a push or pop touches the same stack rows either way. Item assignments the block
+posts (`PostedWrites`) are described at width ``k`` and padded back to the
+batch's slot shape with their rows renumbered.
+
+Results are identical to full width: the block's code sees the active rows'
+values, and inactive rows are neither read (their results are masked) nor
+written. The choice is made inside the block's branch of the dispatch; the large
+registers the block does not write stay out of it, so write ports
+(`pcbatch.vm.ports`) see the same writes as at full width.
+
+Buckets are fixed at trace time (each costs one more trace and compilation of
+every block that calls a primitive); `buckets` picks them from the option.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Sequence
+
+from pcbatch.ir.nodes import BranchOp, PopOp
+from pcbatch.ir.types import flatten
+
+#: ``"auto"`` makes no bucket narrower than this (it would save little over the next one
+#: up and cost one more compilation of every block)
+SMALLEST = 8
+#: ``compaction="auto"`` uses at most this many buckets (compile time grows with each)
+MAX_AUTO_BUCKETS = 3
+
+
+def buckets(option, batch_size: int) -> list[int]:
+    """The bucket widths (ascending) for a backend's ``compaction`` option.
+
+    ``None``/``False``: none (full width always). ``"auto"``: the largest power of
+    two at most a quarter of the batch, then every eighth of it down to `SMALLEST`,
+    at most `MAX_AUTO_BUCKETS` (1,000 lanes: 128 and 16). A sequence of ints: those
+    widths, keeping the ones below the batch width.
+    """
+    if option is None or option is False:
+        return []
+    if option == "auto":
+        sizes, k = [], 1 << max(batch_size // 4, 1).bit_length() - 1
+        while k >= SMALLEST and len(sizes) < MAX_AUTO_BUCKETS:
+            sizes.append(k)
+            k //= 8
+        return sorted(sizes)
+    if isinstance(option, Sequence) and not isinstance(option, str):
+        if not all(isinstance(k, int) and k > 0 for k in option):
+            raise ValueError(f"compaction buckets must be positive ints, not {option!r}")
+        return sorted({k for k in option if k < batch_size})
+    raise ValueError(f"compaction must be None, 'auto' or a sequence of ints, not {option!r}")
+
+
+def parse_option(text: str | None):
+    """A command line's compaction option: None, ``"auto"`` or ``"16,128"`` (widths)."""
+    if text is None or text == "auto":
+        return text
+    try:
+        return tuple(int(k) for k in text.split(","))
+    except ValueError:
+        raise ValueError(f"compaction: 'auto' or widths like '16,128', not {text!r}") from None
+
+
+def check_option(option) -> None:
+    """Raises ValueError for an option `buckets` would reject (at construction time)."""
+    buckets(option, 2)
+
+
+def narrow_machine(machine, width: int):
+    """``machine`` re-laid-out for ``width`` lanes: the blocks traced on it run narrow."""
+    from pcbatch.vm.staged import PostedWrites
+
+    narrow = copy.copy(machine)
+    narrow.layout = dataclasses.replace(machine.layout, batch_size=width)
+    narrow.posted = PostedWrites(
+        machine.program, narrow.layout, machine.ops, bool(machine.posted.by_site)
+    )
+    return narrow
+
+
+class Compaction:
+    """Wraps each block of a staged machine so that it may run on a bucket of lanes."""
+
+    def __init__(self, machine, widths: list[int]):
+        from pcbatch.vm.staged import _Block
+
+        self.m = machine
+        self.widths = widths
+        narrow = [narrow_machine(machine, k) for k in widths]
+        self.narrow_blocks = [[_Block(n, i) for i in range(machine.halt)] for n in narrow]
+
+    def wrap(self, index: int, block):
+        """``block`` (state -> state) choosing its width per step from its active count.
+
+        A block that calls no primitive (only copies, pushes, pops and jumps) stays full
+        width: narrow, it would save masked selects and pay as much in gathers and
+        scatters, plus its compilation per bucket.
+        """
+        if all(f is None for f in getattr(block, "functions", [None])):
+            return block
+        ops, widths = self.m.ops, self.widths
+        narrow = [self._narrow(blocks[index], j) for j, blocks in enumerate(self.narrow_blocks)]
+        kept = self._kept(index)
+
+        def run(state):
+            paths = [p for p, _ in _leaves(state) if p not in kept]
+            active = ops.count(state["pc"]["top"] == index)
+            # Branch j runs when widths[j-1] < active <= widths[j]; the last one is full width.
+            choice = sum(ops.as_index(active > k) for k in widths)
+            branches = [_returning(f, paths) for f in [*narrow, block]]
+            return _with_values(state, paths, ops.switch(choice, branches, state))
+
+        return run
+
+    def _kept(self, index: int) -> set:
+        """Paths that the bucket choice of block ``index`` leaves out of its outputs: the
+        large registers the block does not write, which write ports expect untouched
+        (`pcbatch.vm.ports`; the choice passes everything else through)."""
+        ports = self.m.ports
+        if ports is None:
+            return set()
+        written = set(ports.writes[index])
+        return {("vars", key, "top") for key in ports.cells if key not in written}
+
+    def _narrow(self, block, bucket: int):
+        """``block`` run on the first ``widths[bucket]`` active rows (all of them, when
+        this bucket is chosen)."""
+        m = self.m
+        keys = _touched(m, block.block)
+
+        def run(state):
+            rows = m.ops.active_rows(state["pc"]["top"] == block.index, self.widths[bucket])
+            before = gather(m, state, rows, keys)
+            state = scatter(m, state, before, block(before), rows)
+            if "compacted" in state:  # profiling
+                state["compacted"] = m.ops.add_at(state["compacted"], bucket, 1)
+            return state
+
+        return run
+
+
+def _touched(m, block) -> list:
+    """The register keys ``block`` reads or writes (only those are gathered)."""
+    names = set()
+    for op in block.instructions:
+        if isinstance(op, PopOp):
+            names.update(op.vars)
+        else:
+            names.update(flatten(op.vars_in))
+            names.update(flatten(op.vars_out))
+    if isinstance(block.terminator, BranchOp):
+        names.add(block.terminator.cond_var)
+    return sorted(k for name in names for k, _ in m.layout.leaves.get(name, ()))
+
+
+def gather(m, state: dict, rows, keys) -> dict:
+    """The registers ``keys`` and the program counter of the threads in ``rows``
+    (padding rows: halted, never active)."""
+    ops = m.ops
+    narrow = dict(state, vars={k: _gather_leaf(ops, state["vars"][k], rows) for k in keys})
+    pc = _gather_leaf(ops, state["pc"], rows)
+    valid = rows < m.layout.batch_size
+    pc["top"] = ops.where(valid, pc["top"], ops.full_pc(_width(rows), m.halt))
+    narrow["pc"] = pc
+    return narrow
+
+
+def _width(rows) -> int:
+    return int(rows.shape[0])
+
+
+def _gather_leaf(ops, leaf: dict, rows) -> dict:
+    out = dict(leaf, top=ops.take_rows(leaf["top"], rows))
+    if "stack" in leaf:
+        out["depth"] = ops.take_rows(leaf["depth"], rows)
+        out["rows"] = rows  # the stack stays whole: push and pop index it through these
+    return out
+
+
+def scatter(m, state: dict, before: dict, after: dict, rows) -> dict:
+    """``state`` with what the narrow run changed (``before`` -> ``after``) written back
+    into ``rows``; what it left alone keeps its identity."""
+    ops = m.ops
+    out = dict(state)
+    out["vars"] = dict(state["vars"])
+    for k, narrow in before["vars"].items():
+        out["vars"][k] = _scatter_leaf(ops, state["vars"][k], narrow, after["vars"][k], rows)
+    out["pc"] = _scatter_leaf(ops, state["pc"], before["pc"], after["pc"], rows)
+    out["posted"] = {
+        slot: _pad_posted(ops, empty, after["posted"][slot], rows, m.layout.batch_size)
+        if after["posted"][slot] is not empty
+        else empty
+        for slot, empty in state["posted"].items()
+    }
+    for key, value in after.items():
+        if key not in ("vars", "pc", "posted"):
+            out[key] = value  # flags and per-block counts: the same at any width
+    return out
+
+
+def _scatter_leaf(ops, leaf: dict, before: dict, after: dict, rows) -> dict:
+    out = dict(leaf)
+    for key in ("top", "depth"):
+        if key in leaf and after[key] is not before[key]:
+            out[key] = ops.put_rows(leaf[key], rows, after[key])
+    if "stack" in leaf:
+        out["stack"] = after["stack"]  # written in place at the right rows, if at all
+    return out
+
+
+def _pad_posted(ops, empty: dict, write: dict, rows, batch_size: int) -> dict:
+    """A narrow posted item assignment as a full-width slot: its rows renumbered to the
+    batch's (out of range stays out of range), then the empty slot's padding."""
+    width = _width(rows)
+    head = ops.arange(width)
+    inside = write["rows"] < width
+    renumbered = ops.where(inside, ops.take_rows(rows, write["rows"]), batch_size)
+    return {
+        "rows": ops.scatter(empty["rows"], head, renumbered),
+        "indices": [ops.scatter(e, head, i) for e, i in zip(empty["indices"], write["indices"])],
+        "value": ops.scatter(empty["value"], head, write["value"]),
+    }
+
+
+# -- state paths: the leaves the bucket choice returns -------------------------------
+
+
+def _leaves(tree, prefix=()):
+    if isinstance(tree, dict):
+        for key in sorted(tree):
+            yield from _leaves(tree[key], (*prefix, key))
+    elif isinstance(tree, (list, tuple)):
+        for i, value in enumerate(tree):
+            yield from _leaves(value, (*prefix, i))
+    else:
+        yield prefix, tree
+
+
+def _returning(branch, paths):
+    """``branch`` returning only the values at ``paths`` (the bucket choice's outputs)."""
+
+    def run(state):
+        leaves = dict(_leaves(branch(state)))
+        return [leaves[p] for p in paths]
+
+    return run
+
+
+def _with_values(state: dict, paths, values) -> dict:
+    """``state`` with the leaves at ``paths`` replaced (each container rebuilt once)."""
+    return _replace(state, dict(zip(paths, values)), ())
+
+
+def _replace(tree, updates: dict, prefix: tuple):
+    if prefix in updates:
+        return updates[prefix]
+    if isinstance(tree, dict):
+        return {k: _replace(v, updates, (*prefix, k)) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_replace(v, updates, (*prefix, i)) for i, v in enumerate(tree))
+    return tree
