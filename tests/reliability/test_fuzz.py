@@ -3,31 +3,48 @@
 The programs come from `pcbatch.fuzz` (see its docstring for the subset covered);
 Hypothesis draws every decision, so a failing program shrinks to a small one.
 The draws are derandomized, so CI sees the same programs on every run; long
-random runs are ``benchmarks/fuzz.py``. JAX and TensorFlow compile each new
-program, so they get few examples; besides them, `pcbatch.fuzz_pack` packs several
-programs into one module whose batch runs them side by side (divergence across
-programs), and a packed failure is narrowed to one program and shrunk.
+random runs are ``benchmarks/fuzz.py``. Besides them, `pcbatch.fuzz_pack` packs
+several programs into one module whose batch runs them side by side (divergence
+across programs), and a packed failure is narrowed to one program and shrunk.
+
+JAX and TensorFlow: compiling costs seconds per program even packed (XLA on CPU
+compiles every fused kernel with LLVM; TensorFlow's graph packs are slow to build
+and run: 9 programs cost about 110 s of CI), so most of their programs run the same
+staged machine eagerly (`pcbatch.fuzz_eager`: ``jax.disable_jit``, TensorFlow's eager
+functions), which checks the VM's blocks, stacks, posted writes and write ports op
+by op on that backend's arrays for about a second per program, and each test checks
+that the staged machine ran once per call. What eager mode cannot test is the
+compiler, so a smaller compiled sample stays (Hypothesis examples, JAX packs, graph
+and XLA packs on TensorFlow). Measured (busy 2-core machine, CPU seconds per
+program): JAX compiled about 4 (of which XLA's compile 3.5; lower XLA optimization
+levels saved nothing), JAX eager 1.5-3.5, TensorFlow eager about 5 (its
+``tf.vectorized_map`` still builds a graph per call), TensorFlow graph packs above 10.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcbatch import fuzz, fuzz_pack
+from pcbatch import fuzz, fuzz_eager, fuzz_pack
 from tests.backends import BACKEND_NAMES, backend
 
 # Examples per configuration: NumPy runs a program in milliseconds; compiled backends
 # spend seconds compiling each one (more in benchmarks/fuzz.py).
 EXAMPLES = {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tensorflow": 4}
-# Packed runs: (programs per pack, packs). A pack costs about as much to compile as its
-# programs one by one (XLA's time grows with the pack; TensorFlow's graph run faster
-# still), so off NumPy these mainly test programs diverging side by side; each config
-# adds about a minute on 2 cores. NumPy checks 200 programs in a few seconds this way.
-PACKS = {"numpy": (40, 5), "jax": (4, 6), "tensorflow": (3, 3), "tensorflow_xla": (2, 2)}
+# Packed runs: (programs per pack, packs). Compiled, a pack costs about as much as its
+# programs one by one, so these mainly test programs diverging side by side and the
+# compilers; the ``_eager`` configs run the staged machine op by op (module docstring),
+# one pack of 4 programs per few seconds. NumPy checks 200 programs in a few seconds.
+PACKS = {"numpy": (40, 5), "jax": (4, 3), "tensorflow": (2, 1), "tensorflow_xla": (2, 2),
+         "jax_eager": (4, 12), "tensorflow_eager": (4, 10)}
+EAGER = {"jax_eager": "jax", "tensorflow_eager": "tensorflow"}
 PACK_CONFIGS = [*BACKEND_NAMES] + (["tensorflow_xla"] if "tensorflow" in BACKEND_NAMES else [])
+PACK_CONFIGS += [config for config, name in EAGER.items() if name in BACKEND_NAMES]
 MEMBERS = 3  # batch rows per packed program
 CONFIGS = [*BACKEND_NAMES, "stackless", "returns_first"]
 
@@ -92,10 +109,11 @@ def test_generated_programs_cover_the_subset():
     assert shapes == set(fuzz.EVENT_SHAPES)
 
 
-def _packs(count: int, size: int) -> list:
-    """``count`` packs of ``size`` programs (seeds 0, 1, ...), grouped by event shape."""
+def _packs(count: int, size: int, start: int = 0) -> list:
+    """``count`` packs of ``size`` programs (seeds ``start``, ``start + 1``, ...), grouped
+    by event shape."""
     by_shape: dict = {}
-    seed = 0
+    seed = start
     while sum(len(g) // size for g in by_shape.values()) < count:
         by_shape.setdefault(fuzz.generate(fuzz.RandomChooser(seed)).event_shape, []).append(seed)
         seed += 1
@@ -114,18 +132,25 @@ def xla_tensorflow():
 def test_packed_programs_batch_like_the_per_example_run(config, fuzz_dir, request):
     size, count = PACKS[config]
     if config == "tensorflow_xla":
-        options = {"backend": request.getfixturevalue("xla_tensorflow")}
+        chosen = request.getfixturevalue("xla_tensorflow")
     else:
-        options = {"backend": backend(config)}
-    for seeds in _packs(count, size):
+        chosen = backend(EAGER.get(config, config))
+    options = {"backend": chosen}
+    eager = config in EAGER
+    # Eager configs take programs of their own (seeds from 1000), not the compiled ones.
+    for seeds in _packs(count, size, start=1000 if eager else 0):
         packed = fuzz_pack.pack([fuzz.generate(fuzz.RandomChooser(s)) for s in seeds])
         module = fuzz.load(packed.program, fuzz_dir)
         args = packed.make_args(seeds, MEMBERS)
-        problem, culprits = fuzz_pack.check(packed, module, args, **options)
-        alone = {s: fuzz_pack.isolate(packed, i, args, fuzz_dir, **options)
-                 for i, s in enumerate(seeds) if i in culprits}
+        traces = chosen.traces
+        with fuzz_eager.eagerly(chosen) if eager else contextlib.nullcontext():
+            problem, culprits = fuzz_pack.check(packed, module, args, **options)
+            alone = {s: fuzz_pack.isolate(packed, i, args, fuzz_dir, **options)
+                     for i, s in enumerate(seeds) if i in culprits}
         source = packed.program.source
         assert problem is None, f"{problem}\nprograms (seed: alone) {alone}\n{source}"
+        if eager:  # the staged machine itself ran, not a compiled program
+            assert chosen.traces == traces + 1
 
 
 def test_packing_keeps_each_programs_results(fuzz_dir):
