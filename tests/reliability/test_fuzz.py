@@ -150,7 +150,7 @@ def test_packed_programs_batch_like_the_per_example_run(config, fuzz_dir, reques
         packed = fuzz_pack.pack([fuzz.generate(fuzz.RandomChooser(s)) for s in seeds])
         module = fuzz.load(packed.program, fuzz_dir)
         args = packed.make_args(seeds, MEMBERS)
-        traces = chosen.traces
+        traces = chosen.traces if eager else None
         with fuzz_eager.eagerly(chosen) if eager else contextlib.nullcontext():
             problem, culprits = fuzz_pack.check(packed, module, args, **options)
             alone = {s: fuzz_pack.isolate(packed, i, args, fuzz_dir, **options)
