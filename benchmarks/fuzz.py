@@ -178,6 +178,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pack", type=int, default=0, help="programs per packed module")
     parser.add_argument("--members", type=int, default=4, help="batch rows per packed program")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--progress", action="store_true",
+                        help="report the count after every chunk (slow backends)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="start no new programs after this long (counts what was checked)")
     args = parser.parse_args(argv)
@@ -200,8 +202,9 @@ def main(argv=None) -> int:
                 failed[name] += 1
                 print(f"--- {name}, seed {seed}: {problem}\n{source}", flush=True)
             checked = k + len(seeds)
-            if checked // 500 > k // 500:
-                print(f"{checked} programs checked", file=sys.stderr, flush=True)
+            if checked // 500 > k // 500 or args.progress:
+                print(f"{checked} programs checked, {sum(failed.values())} failures",
+                      file=sys.stderr, flush=True)
     for name in backends:
         print(f"{name}: {checked} programs, {failed[name]} mismatches or errors")
     return 1 if any(failed.values()) else 0
