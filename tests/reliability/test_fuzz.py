@@ -25,7 +25,8 @@ compile (``xla_backend_optimization_level=0``, ``xla_llvm_disable_expensive_pass
 saved nothing measurable. Eager is thus about 2x cheaper per program than compiled on
 JAX and 5x cheaper than graph mode on TensorFlow: with graph packs dropped, the file
 checks 62 JAX and 40 TensorFlow programs (30 and 17 before) in a little less time
-(``--durations``: about 990 s against 1,040 s, same machine and load), short of the
+(``--durations``: 950 s with 40 JAX eager programs, so about 990 s with 48, against
+1,040 s before, on the same busy machine), short of the
 few hundred each that issue 7 asks for.
 """
 
