@@ -4,6 +4,7 @@
     python benchmarks/fuzz.py --programs 200 --backends jax tensorflow --seed 7
     python benchmarks/fuzz.py --programs 10000 --pack 40   # packed: see pcbatch.fuzz_pack
     python benchmarks/fuzz.py --programs 10000 --pack 4 --backends jax --seconds 480
+    python benchmarks/fuzz.py --programs 2000 --pack 4 --backends jax_eager tensorflow_eager
 
 Program ``k`` of a run is ``pcbatch.fuzz.generate(RandomChooser(seed + k))``, so a
 failure is reproduced by its printed seed alone (``--seed S --programs 1``). Prints
@@ -18,11 +19,17 @@ shrunk to a small program (``--no-shrink`` skips that). On NumPy packing saves t
 per-call overhead (about 4x); on JAX the compile time grows with the pack's size, so
 it saves little; on TensorFlow keep packs small (``--pack 4``): graph building grows
 faster than the pack.
+
+``tensorflow_xla`` is TensorFlow compiled with XLA (``tensorflow`` is graph mode);
+``jax_eager`` and ``tensorflow_eager`` run the same staged machine op by op, without
+compiling (`pcbatch.fuzz_eager`): about 2-5 CPU seconds per program (JAX's compile
+alone costs about 4, TensorFlow's graph mode more), testing everything but the compiler.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -31,9 +38,10 @@ import traceback
 
 import numpy as np
 
-from pcbatch import fuzz, fuzz_pack
+from pcbatch import fuzz, fuzz_eager, fuzz_pack
 
-BACKENDS = ("numpy", "stackless", "returns_first", "jax", "tensorflow")
+BACKENDS = ("numpy", "stackless", "returns_first", "jax", "tensorflow", "tensorflow_xla",
+            "jax_eager", "tensorflow_eager")
 
 
 def options_for(name: str) -> dict:
@@ -44,6 +52,8 @@ def options_for(name: str) -> dict:
         return {"stackless": True}
     if name == "returns_first":
         return {"schedule": "returns_first"}
+    if name.endswith("_eager"):
+        return options_for(name[: -len("_eager")])
     if name == "jax":
         import jax
 
@@ -51,12 +61,19 @@ def options_for(name: str) -> dict:
         from pcbatch.backends.jax import JaxBackend
 
         return {"backend": JaxBackend()}
-    if name == "tensorflow":
+    if name in ("tensorflow", "tensorflow_xla"):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         from pcbatch.backends.tensorflow import TensorFlowBackend
 
-        return {"backend": TensorFlowBackend(jit_compile=False)}
+        return {"backend": TensorFlowBackend(jit_compile=name == "tensorflow_xla")}
     raise ValueError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+
+
+def mode_for(name: str, options: dict):
+    """The context a backend's calls run in: eager for the ``_eager`` configs."""
+    if name.endswith("_eager"):
+        return fuzz_eager.eagerly(options["backend"])
+    return contextlib.nullcontext()
 
 
 def check_one(seed: int, backends: dict, directory: str, batch_size: int) -> list:
@@ -67,7 +84,8 @@ def check_one(seed: int, backends: dict, directory: str, batch_size: int) -> lis
     failures = []
     for name, options in backends.items():
         try:
-            problem = fuzz.mismatch(program, module, args, **options)
+            with mode_for(name, options):
+                problem = fuzz.mismatch(program, module, args, **options)
         except Exception:  # noqa: BLE001 - any crash is a finding to report
             problem = traceback.format_exc(limit=-3)
         if problem:
@@ -96,30 +114,39 @@ def _check_pack(part: list, backends: dict, directory: str, members: int, shrink
     args = packed.make_args([seed for seed, _ in part], members)
     failures = []
     for name, options in backends.items():
-        try:
-            problem, culprits = fuzz_pack.check(packed, module, args, **options)
-        except Exception:  # noqa: BLE001 - any crash is a finding to report
-            problem, culprits = traceback.format_exc(limit=-3), []
-        if not problem:
-            continue
-        found = []
-        for index in culprits or range(len(part)):  # a crash: any program may be the cause
-            seed = part[index][0]
-            try:
-                alone = fuzz_pack.isolate(packed, index, args, directory, **options)
-            except Exception:  # noqa: BLE001 - any crash is a finding to report
-                alone = traceback.format_exc(limit=-3)
-            if alone is None:
-                continue
-            source = part[index][1].source
-            if shrink:
-                source = _shrunk(seed, members, options, directory)
-            found.append((name, seed, alone, source))
-        if not found:  # every program passes alone: the pack is the finding
-            seeds = [s for s, _ in part]
-            found.append((name, seeds, f"only when packed: {problem}", packed.program.source))
+        with mode_for(name, options):
+            found = _check_pack_on(part, packed, module, args, name, options, directory,
+                                   members, shrink)
         failures += found
     return failures
+
+
+def _check_pack_on(part, packed, module, args, name, options, directory, members,
+                   shrink) -> list:
+    """`_check_pack`'s failures on one backend."""
+    try:
+        problem, culprits = fuzz_pack.check(packed, module, args, **options)
+    except Exception:  # noqa: BLE001 - any crash is a finding to report
+        problem, culprits = traceback.format_exc(limit=-3), []
+    if not problem:
+        return []
+    found = []
+    for index in culprits or range(len(part)):  # a crash: any program may be the cause
+        seed = part[index][0]
+        try:
+            alone = fuzz_pack.isolate(packed, index, args, directory, **options)
+        except Exception:  # noqa: BLE001 - any crash is a finding to report
+            alone = traceback.format_exc(limit=-3)
+        if alone is None:
+            continue
+        source = part[index][1].source
+        if shrink:
+            source = _shrunk(seed, members, options, directory)
+        found.append((name, seed, alone, source))
+    if not found:  # every program passes alone: the pack is the finding
+        seeds = [s for s, _ in part]
+        found.append((name, seeds, f"only when packed: {problem}", packed.program.source))
+    return found
 
 
 def _shrunk(seed: int, members: int, options: dict, directory: str) -> str:
@@ -151,6 +178,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pack", type=int, default=0, help="programs per packed module")
     parser.add_argument("--members", type=int, default=4, help="batch rows per packed program")
     parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--progress", action="store_true",
+                        help="report the count after every chunk (slow backends)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="start no new programs after this long (counts what was checked)")
     args = parser.parse_args(argv)
@@ -173,8 +202,9 @@ def main(argv=None) -> int:
                 failed[name] += 1
                 print(f"--- {name}, seed {seed}: {problem}\n{source}", flush=True)
             checked = k + len(seeds)
-            if checked // 500 > k // 500:
-                print(f"{checked} programs checked", file=sys.stderr, flush=True)
+            if checked // 500 > k // 500 or args.progress:
+                print(f"{checked} programs checked, {sum(failed.values())} failures",
+                      file=sys.stderr, flush=True)
     for name in backends:
         print(f"{name}: {checked} programs, {failed[name]} mismatches or errors")
     return 1 if any(failed.values()) else 0

@@ -263,7 +263,14 @@ class TensorFlowBackend:
         return tf.switch_case(index, [lambda b=b: b(state) for b in branches])
 
     def jit(self, function: Callable) -> Callable:
-        return tf.function(function, jit_compile=self.jit_compile, autograph=False)
+        compiled = tf.function(function, jit_compile=self.jit_compile, autograph=False)
+
+        def call(inputs, *rest):
+            # tf.function traces NumPy arrays apart from tensors of the same shape and
+            # dtype; as tensors, both kinds share one trace.
+            return compiled(tf.nest.map_structure(tf.convert_to_tensor, inputs), *rest)
+
+        return call
 
     def to_host(self, value) -> Any:
         return np.asarray(value)

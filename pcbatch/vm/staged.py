@@ -592,7 +592,7 @@ def execute(
     count = machine.batch_size_of(program, args)
     inputs = _with_batch_dims(program, args)
     prof = profiling.current()
-    signature = tuple((tuple(np.shape(x)), str(getattr(x, "dtype", ""))) for x in flatten(inputs))
+    signature = tuple((tuple(np.shape(x)), _dtype_name(x)) for x in flatten(inputs))
     profiled = prof is not None
     sharding = getattr(backend, "sharding", None) if count else None
     key = (id(program), count, signature, max_stack_depth, max_steps, profiled, refill)
@@ -625,6 +625,13 @@ def execute(
     if prof is not None:
         _record(prof, program, staged, info, backend)
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+def _dtype_name(value) -> str:
+    """The dtype's NumPy name, whatever kind of array holds it (a tf.Tensor's dtype
+    prints differently from the same NumPy dtype, and must not key a new compile)."""
+    dtype = getattr(value, "dtype", None)
+    return "" if dtype is None else np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).name
 
 
 def _per_device(width: int, sharding) -> int:

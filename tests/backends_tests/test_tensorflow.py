@@ -57,3 +57,14 @@ def test_block_code_cache_and_safety_checks():
     assert backend.traces == traces
     unchecked = TensorFlowBackend(safety_checks=False, jit_compile=False)
     fib(np.array([3, 20]), backend=unchecked, max_stack_depth=6)  # no error: raw speed
+
+
+def test_numpy_arrays_after_tensors_of_the_same_signature_do_not_retrace():
+    """The compile cache keys on shape and dtype, not on the kind of array passed."""
+    backend = TensorFlowBackend(jit_compile=False)
+    collatz(tf.constant([6, 7], tf.int64), backend=backend)
+    traces = backend.traces
+    got = collatz(np.array([9, 10], np.int64), backend=backend)
+    np.testing.assert_array_equal(np.asarray(got), collatz(np.array([9, 10])))
+    collatz(tf.constant([3, 4], tf.int64), backend=backend)
+    assert backend.traces == traces
