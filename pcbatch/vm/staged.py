@@ -52,8 +52,6 @@ from pcbatch.vm.ports import Ports
 
 PC = "__pc__"
 _INDEX = TensorType(np.dtype(np.int32), ())
-#: pushes of registers with fewer elements (over the batch) are made inside the block
-PREWRITE_MIN_ELEMENTS = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,14 +232,9 @@ class PostedWrites:
                     pushes = name not in op.skip_push_mask
                     full = self.program.alloc_of(name) == VariableAllocation.FULL
                     if pushes and full and not _touched_before(ops, position, name):
-                        for key, t in self.layout.leaves[name]:
-                            if self._elements(t) < PREWRITE_MIN_ELEMENTS:
-                                continue
+                        for key, _ in self.layout.leaves[name]:
                             self.by_site[(b, position, key)] = "before"
                             self.pushed_before.setdefault(key, set()).add(b)
-
-    def _elements(self, t) -> int:
-        return self.layout.batch_size * int(np.prod(t.shape, dtype=np.int64))
 
     def _add(self, site, slot: str, spec) -> None:
         self.by_site[site] = slot
