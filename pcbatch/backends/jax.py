@@ -264,6 +264,10 @@ class JaxBackend:
     #: large registers leave the block dispatch through write ports (`pcbatch.vm.ports`)
     uses_ports = True
 
+    def cond(self, flag, if_true: Callable, if_false: Callable, operand):
+        """``if_true(operand)`` if the scalar ``flag``, else ``if_false(operand)``."""
+        return lax.cond(flag, if_true, if_false, operand)
+
     def cond_where(self, flag, mask, if_true, if_false):
         """``where(mask, if_true, if_false)`` if the scalar ``flag``, else ``if_false``
         untouched (a two-way conditional: a step reads and writes only what it wrote)."""

@@ -16,6 +16,10 @@ saying whether it wrote it; after the conditional, each cell takes its port's
 value under a two-way conditional on that flag, which XLA does without
 copying. A step then costs what its block writes, not what the program holds.
 
+Writes made after the step instead (`pcbatch.vm.hoist`: result buffers allocated,
+copied or returned from values the block keeps) need no port, nor does a cell that
+no block writes inside the dispatch.
+
 Which cells a block writes is read off its instructions (results bound to a
 register, pops, item assignments made in the block); a branch that writes a
 cell outside that set is a bug, and raises while tracing.
@@ -30,6 +34,7 @@ import numpy as np
 from pcbatch.ir import setitem
 from pcbatch.ir.nodes import PopOp, PrimOp, Program
 from pcbatch.ir.types import VariableAllocation, flatten
+from pcbatch.vm.hoist import HoistedWrites
 
 #: registers smaller than this (elements over the batch) pass through the conditional:
 #: copying them costs less than a conditional of their own
@@ -44,15 +49,17 @@ class Ports:
         types = {k: t for keys in layout.leaves.values() for k, t in keys}
         self.cells = [k for k in sorted(types) if _elements(layout, types[k]) >= MIN_ELEMENTS]
         cell_set = set(self.cells)
+        self.hoisted = HoistedWrites(program, layout, self.cells, posted)
         self.writes = [
-            sorted(_written(program, layout, posted, b) & cell_set)
+            sorted((_written(program, layout, posted, b) & cell_set) - self.hoisted.cell_keys(b))
             for b in range(len(program.graph))
         ]
-        self.group = {k: (types[k].shape, np.dtype(types[k].dtype).str) for k in self.cells}
-        self.port = _colour(self.cells, self.writes, self.group)
-        self.shapes = {
-            self.port[k]: (types[k].shape, np.dtype(types[k].dtype)) for k in self.cells
-        }
+        # a cell no block writes inside the dispatch (read-only, or all its writes
+        # hoisted) needs no port: it keeps its value through the step
+        ported = sorted({k for written in self.writes for k in written})
+        self.group = {k: (types[k].shape, np.dtype(types[k].dtype).str) for k in ported}
+        self.port = _colour(ported, self.writes, self.group)
+        self.shapes = {self.port[k]: (types[k].shape, np.dtype(types[k].dtype)) for k in ported}
 
     def __bool__(self) -> bool:
         return bool(self.cells)
@@ -85,7 +92,9 @@ class Ports:
         state["vars"] = dict(state["vars"])
         mask = old["pc"]["top"] == block
         for i, key in enumerate(self.cells):
-            top = ops.cond_where(flags[i], mask, ports[self.port[key]], old["vars"][key]["top"])
+            top = old["vars"][key]["top"]
+            if key in self.port:
+                top = ops.cond_where(flags[i], mask, ports[self.port[key]], top)
             state["vars"][key] = dict(state["vars"][key], top=top)
         return state
 

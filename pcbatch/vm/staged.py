@@ -48,6 +48,7 @@ from pcbatch.ir.types import (
     rebuild,
 )
 from pcbatch.vm import compact, policy
+from pcbatch.vm.hoist import HoistedWrites
 from pcbatch.vm.ports import Ports
 
 PC = "__pc__"
@@ -101,13 +102,18 @@ class _Block:
             for op in self.block.instructions
         ]
 
-    def __call__(self, state: dict) -> dict:
+    def __call__(self, state: dict, positions=None) -> dict:
+        """The state after the block; with ``positions``, after only those instructions
+        (a hoisted write's slice, `pcbatch.vm.hoist`: no terminator, no counts)."""
         m = self.m
         state = dict(state)
         state["vars"] = dict(state["vars"])
         mask = state["pc"]["top"] == self.index
         env: dict = {}
+        self.in_slice = positions is not None
         for position, (op, function) in enumerate(zip(self.block.instructions, self.functions)):
+            if positions is not None and position not in positions:
+                continue
             self.position = position
             if isinstance(op, PopOp):
                 for name in op.vars:
@@ -130,6 +136,8 @@ class _Block:
             else:
                 outputs = function(*inputs)
             self.bind(state, env, op, op.vars_out, outputs, mask)
+        if positions is not None:
+            return state
         state = m.terminate(state, self.block.terminator, env, mask, self.read)
         if m.profiling:
             state = m.count(
@@ -177,6 +185,8 @@ class _Block:
         env[names] = _unflatten(var_type.tensors, placed_leaves)
         if alloc == VariableAllocation.TEMPORARY:
             return
+        if self.m.hoisted.hoisted(self.index, self.position, names) != self.in_slice:
+            return  # a hoisted write is made after the step, and only it (`pcbatch.vm.hoist`)
         push = names not in op.skip_push_mask and alloc == VariableAllocation.FULL
         for (key, _), value in zip(self.m.layout.leaves[names], placed_leaves):
             leaf = state["vars"][key]
@@ -357,9 +367,13 @@ class StagedMachine:
         enabled = getattr(ops, "posts_writes", False)
         self.posted = PostedWrites(program, self.layout, ops, enabled)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
+        self.raw_blocks = list(self.blocks)
         self.ports = None
+        self.hoisted = HoistedWrites(program, self.layout, ())
         if getattr(ops, "uses_ports", False):
-            self.ports = Ports(program, self.layout, self.posted) or None
+            self.ports = Ports(program, self.layout, self.posted)
+            self.hoisted = self.ports.hoisted
+            self.ports = self.ports or None
         widths = compact.buckets(getattr(ops, "compaction", None), batch_size)
         self.compaction = compact.Compaction(self, widths) if widths else None
         if self.compaction is not None:
@@ -523,12 +537,15 @@ class StagedMachine:
                 )
             s = dict(s, posted=self.posted.empty())
             s = self.posted.write_pushes(s, block)
+            entry_pc = s["pc"]["top"]
             if self.ports is None:
                 s = ops.switch(block, self.blocks, s)
             else:
                 rest, ports, flags = ops.switch(block, self.blocks, s, passes_through=False)
                 s = self.ports.restore(ops, block, s, rest, ports, flags)
             s = self.posted.apply(s)
+            if self.hoisted:
+                s = self.hoisted.apply(self, s, block, entry_pc)
             if self.refill is not None:
                 s = self.refill.after_step(s)
             return dict(s, steps=s["steps"] + 1)
