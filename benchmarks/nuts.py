@@ -67,8 +67,9 @@ def _compiled_backend(name: str, compaction):
     return TensorFlowBackend(compaction=compaction)
 
 
-def run(backend, target, chains, warmup, samples, step_size, compaction=None):
-    """``backend``: a name; ``name/c`` runs a compiled backend with ``compaction``."""
+def run(backend, target, chains, warmup, samples, step_size, compaction=None, once=False):
+    """``backend``: a name; ``name/c`` runs a compiled backend with ``compaction``.
+    ``once``: a single call, its wall time including the compile (for long runs)."""
     backend, compacted = backend.removesuffix("/c"), backend.endswith("/c")
     chosen = _compiled_backend(backend, compaction) if compacted else None
     options_backend = {"backend": chosen} if compacted else {}
@@ -103,6 +104,8 @@ def run(backend, target, chains, warmup, samples, step_size, compaction=None):
 
         fn = lambda x: log_prob(x, tnp)
         call = lambda: nuts.sample(fn, tf.constant(start, tf.float32), **options)
+    if once:
+        return call(), float("nan")
     first_start = time.perf_counter()
     call()
     first = time.perf_counter() - first_start
@@ -128,6 +131,12 @@ def main() -> None:
     parser.add_argument(
         "--compaction", default="auto", help="for backends named jax/c or tensorflow/c"
     )
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="one call per row, compile included in the wall time (long runs; the "
+        "lockstep baselines always run twice)",
+    )
     args = parser.parse_args()
     compaction = compact.parse_option(args.compaction)
     target = gaussian() if args.target == "gaussian" else logistic_regression()
@@ -143,7 +152,8 @@ def main() -> None:
     for backend in args.backends.split(","):
         for chains in (int(c) for c in args.chains.split(",")):
             result, compile_s = run(
-                backend, target, chains, args.warmup, args.samples, args.step_size, compaction
+                backend, target, chains, args.warmup, args.samples, args.step_size, compaction,
+                once=args.once,
             )
             wall = result.wall_time
             ess = float(np.min(result.ess())) if chains * args.samples >= 4 else float("nan")
