@@ -61,6 +61,13 @@ def exact_dtypes(name: str) -> bool:
     return name == "numpy"
 
 
+def leaves(value) -> list:
+    """The arrays of a (nested) tuple of results, in order."""
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in leaves(v)]
+    return [value]
+
+
 def assert_close(actual, expected, name: str) -> None:
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"

@@ -19,7 +19,7 @@ import pcbatch
 from pcbatch import examples
 from pcbatch.errors import StackOverflowError
 from pcbatch.vm import compact
-from tests.backends import BACKEND_NAMES, assert_close, backend
+from tests.backends import BACKEND_NAMES, assert_close, backend, leaves
 from tests.programs.python_corpus import PY_CORPUS_BY_NAME
 
 WIDTHS = (4,)
@@ -32,11 +32,6 @@ compiled_param = pytest.mark.parametrize(
 CORPUS = ["fib", "even_odd", "collatz", "hanoi", "digit_frames", "running_maxima"]
 
 
-def _leaves(value) -> list:
-    if isinstance(value, (tuple, list)):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
-
 
 def _run_compacted(backend_name, fn, *args, widths=WIDTHS, **options):
     with pcbatch.profile() as prof:
@@ -45,7 +40,7 @@ def _run_compacted(backend_name, fn, *args, widths=WIDTHS, **options):
 
 
 def _assert_same(actual, expected, backend_name):
-    for a, e in zip(_leaves(actual), _leaves(expected), strict=True):
+    for a, e in zip(leaves(actual), leaves(expected), strict=True):
         assert_close(a, e, backend_name)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import pcbatch
 from pcbatch.vm import ports
-from tests.backends import assert_close, backend, backend_param
+from tests.backends import assert_close, backend, backend_param, leaves, make_backend
 
 ctx = pcbatch.Context()
 LENGTH = 40
@@ -96,3 +96,29 @@ def test_a_buffer_written_in_a_loop_from_itself_keeps_its_port():
     staged = _staged(reassigned, _args(5))
     assert "reassigned.buf#0" in staged.ports.port
     assert ports.MIN_ELEMENTS <= 32 * LENGTH
+
+
+# Recursion, mutual recursion, loops with break, tuples, item assignment into buffers
+# with event shapes, the NUTS-shaped tree.
+EVERY_REGISTER_A_CELL = [
+    "fib", "even_odd", "collatz", "hanoi", "ackermann", "nuts_trajectories",
+    "running_maxima", "pascal_rows", "digit_frames", "break_continue", "tuple_unpack",
+    "self_update_call", "tree_sum", "partitions",
+]
+
+
+@pytest.mark.parametrize("name", EVERY_REGISTER_A_CELL)
+def test_corpus_with_every_register_a_cell(monkeypatch, name):
+    # With the threshold at one element, every register goes through a port or a
+    # hoisted write: the plans must hold on whole programs, not only on big buffers.
+    pytest.importorskip("jax")
+    from tests.programs.python_corpus import PY_CORPUS_BY_NAME
+
+    monkeypatch.setattr(ports, "MIN_ELEMENTS", 1)
+    entry = PY_CORPUS_BY_NAME[name]
+    args = entry.make_args(np.random.RandomState(len(name)), 9)
+    expected = entry.fn(*args, dry_run=True)
+    actual = entry.fn(*args, backend=make_backend("jax"))  # a fresh compile cache
+    for a, e in zip(leaves(actual), leaves(expected), strict=True):
+        assert_close(a, e, "jax")
+

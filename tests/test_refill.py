@@ -16,7 +16,7 @@ import pytest
 import pcbatch
 from pcbatch import examples
 from pcbatch.vm.machine import StepLimitError
-from tests.backends import BACKEND_NAMES, assert_close, backend, backend_param
+from tests.backends import BACKEND_NAMES, assert_close, backend, backend_param, leaves
 from tests.programs.python_corpus import PY_CORPUS_BY_NAME
 
 # (corpus program, input count, width): N < B, N == B, N not a multiple of B.
@@ -35,15 +35,10 @@ CORPUS_CASES = [
 NUMPY_ONLY = {"guarded_lookup", "guarded_div", "first_big"}
 
 
-def _leaves(value) -> list:
-    if isinstance(value, (tuple, list)):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
-
 
 def _assert_same(actual, expected, backend_name):
     assert type(actual) is type(expected) or not isinstance(expected, tuple)
-    for a, e in zip(_leaves(actual), _leaves(expected), strict=True):
+    for a, e in zip(leaves(actual), leaves(expected), strict=True):
         assert_close(a, e, backend_name)
 
 

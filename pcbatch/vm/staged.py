@@ -229,6 +229,12 @@ class PostedWrites:
         if enabled:
             for b, block in enumerate(program.graph.blocks):
                 self._plan_block(b, block)
+        # per stack key, by block index (and halt): whether that block's push is written
+        # before it (built once: the eager fuzz runs `write_pushes` at every step)
+        blocks = np.arange(len(program.graph) + 1)
+        self.push_tables = {
+            key: np.isin(blocks, sorted(at)) for key, at in self.pushed_before.items()
+        }
 
     def _plan_block(self, b: int, block) -> None:
         ops = block.instructions
@@ -298,12 +304,12 @@ class PostedWrites:
         """Before ``block`` runs: the pushes it makes, written from the loop state."""
         if not self.pushed_before:
             return state
-        ops, halt = self.ops, len(self.program.graph)
+        ops = self.ops
         at_block = state["pc"]["top"] == block
         state = dict(state)
         state["vars"] = dict(state["vars"])
-        for key, blocks in self.pushed_before.items():
-            table = ops.asarray(np.isin(np.arange(halt + 1), sorted(blocks)))
+        for key, table in self.push_tables.items():
+            table = ops.asarray(table)
             leaf = state["vars"][key]
             capacity = leaf["stack"].shape[0]
             pushing = at_block & ops.take(table, block)
