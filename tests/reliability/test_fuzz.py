@@ -51,7 +51,7 @@ EXAMPLES = {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tenso
 # CI machine, keeps only its Hypothesis examples); the ``_eager`` configs run the staged
 # machine op by op (module docstring). NumPy checks 200 programs in a few seconds.
 PACKS = {"numpy": (40, 5), "jax": (4, 2), "tensorflow_xla": (2, 2),
-         "jax_eager": (4, 12), "tensorflow_eager": (4, 8)}
+         "jax_eager": (4, 25), "tensorflow_eager": (4, 8)}
 EAGER = {"jax_eager": "jax", "tensorflow_eager": "tensorflow"}
 _NEEDS = {"numpy": "numpy", "jax": "jax", "tensorflow_xla": "tensorflow", **EAGER}
 PACK_CONFIGS = [config for config, name in _NEEDS.items() if name in BACKEND_NAMES]
