@@ -25,6 +25,7 @@ from __future__ import annotations
 from pcbatch.ir import setitem
 from pcbatch.ir.nodes import BranchOp, PopOp, PrimOp, Program
 from pcbatch.ir.types import VariableAllocation, flatten
+from pcbatch.vm.writes import SET_ITEM, VALUE, register_writes
 
 
 class HoistedWrites:
@@ -35,9 +36,7 @@ class HoistedWrites:
         cell_set = set(cells)
         candidates, blocked = {}, set()
         for b, block in enumerate(program.graph.blocks):
-            for position, name, slice_ in _writes(program, block):
-                if slice_ is None and posted and posted.set_item_slot(b, position):
-                    continue  # a posted item assignment: made after the step already
+            for position, name, slice_ in _writes(program, b, block, posted):
                 if slice_ is None:
                     blocked.add(name)
                 else:
@@ -106,22 +105,20 @@ def _tops(state: dict, keys) -> list:
     return [state["vars"][k]["top"] for k in keys]
 
 
-def _writes(program: Program, block):
-    """``(position, name, slice)`` for each register write in ``block``: ``slice`` is the
-    positions to run for the value when the write can be made after the step, or None."""
+def _writes(program: Program, b: int, block, posted):
+    """``(position, name, slice)`` for each register write in block ``b``: ``slice`` is the
+    positions to run for the value when the write can be made after the step, or None.
+    Posted item assignments are left out: they are made after the step already."""
     instructions = block.instructions
     written = _written_names(instructions)
-    for position, op in enumerate(instructions):
-        if isinstance(op, PopOp):
-            for name in op.vars:
-                yield position, name, None
+    for position, name, kind in register_writes(program, block):
+        if kind == SET_ITEM and posted is not None and posted.set_item_slot(b, position):
             continue
-        for name in flatten(op.vars_out):
-            alloc = program.alloc_of(name)
-            if alloc in (VariableAllocation.NULL, VariableAllocation.TEMPORARY):
-                continue
-            ok = alloc == VariableAllocation.REGISTER and _alone(block, position, name)
-            yield position, name, _slice(program, instructions, position, written) if ok else None
+        alone = kind == VALUE and _alone(block, position, name)
+        if alone and program.alloc_of(name) == VariableAllocation.REGISTER:
+            yield position, name, _slice(program, instructions, position, written)
+        else:
+            yield position, name, None
 
 
 def _written_names(instructions) -> set:

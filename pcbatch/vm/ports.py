@@ -31,10 +31,9 @@ import collections
 
 import numpy as np
 
-from pcbatch.ir import setitem
-from pcbatch.ir.nodes import PopOp, PrimOp, Program
-from pcbatch.ir.types import VariableAllocation, flatten
+from pcbatch.ir.nodes import Program
 from pcbatch.vm.hoist import HoistedWrites
+from pcbatch.vm.writes import SET_ITEM, register_writes
 
 #: registers smaller than this (elements over the batch) pass through the conditional:
 #: copying them costs less than a conditional of their own
@@ -114,23 +113,12 @@ def _without_cells(state: dict, cells) -> dict:
 
 
 def _written(program: Program, layout, posted, b: int) -> set:
-    """The register keys whose top block ``b`` may write."""
+    """The register keys whose top block ``b`` may write inside the dispatch."""
     keys = set()
-    names = lambda name: {k for k, _ in layout.leaves.get(name, ())}
-    for position, op in enumerate(program.graph.blocks[b].instructions):
-        if isinstance(op, PopOp):
-            for name in op.vars:
-                keys |= names(name)
-        elif isinstance(op, PrimOp) and setitem.is_in_place(op, program):
-            if posted.set_item_slot(b, position) is None:
-                keys |= names(op.vars_out)
-        elif isinstance(op, PrimOp):
-            for name in flatten(op.vars_out):
-                if program.alloc_of(name) not in (
-                    VariableAllocation.NULL,
-                    VariableAllocation.TEMPORARY,
-                ):
-                    keys |= names(name)
+    for position, name, kind in register_writes(program, program.graph.blocks[b]):
+        if kind == SET_ITEM and posted.set_item_slot(b, position) is not None:
+            continue  # posted: made after the block
+        keys |= {k for k, _ in layout.leaves.get(name, ())}
     return keys
 
 
