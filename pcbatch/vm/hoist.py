@@ -23,9 +23,9 @@ step (measured, a 4 MB buffer: 800 against 80 us per step).
 from __future__ import annotations
 
 from pcbatch.ir import setitem
-from pcbatch.ir.nodes import BranchOp, PopOp, PrimOp, Program
+from pcbatch.ir.nodes import BranchOp, PrimOp, Program
 from pcbatch.ir.types import VariableAllocation, flatten
-from pcbatch.vm.writes import SET_ITEM, VALUE, register_writes
+from pcbatch.vm.writes import SET_ITEM, VALUE, register_writes, touches
 
 
 class HoistedWrites:
@@ -35,7 +35,7 @@ class HoistedWrites:
         self.program, self.layout = program, layout
         cell_set = set(cells)
         candidates, blocked = {}, set()
-        for b, block in enumerate(program.graph.blocks):
+        for b, block in enumerate(program.graph.blocks if cells else ()):
             for position, name, slice_ in _writes(program, b, block, posted):
                 if slice_ is None:
                     blocked.add(name)
@@ -54,6 +54,12 @@ class HoistedWrites:
             b: [k for name in names for k, _ in layout.leaves[name]]
             for b, names in self.names.items()
         }
+        # per block: the instructions to run after the step, and the keys they read
+        self.positions = {
+            b: sorted({p for slice_ in at.values() for p in slice_})
+            for b, at in self.sites.items()
+        }
+        self.reads = {b: self._reads(b, positions) for b, positions in self.positions.items()}
 
     def __bool__(self) -> bool:
         return bool(self.sites)
@@ -71,14 +77,12 @@ class HoistedWrites:
         ops = machine.ops
         state = dict(state)
         state["vars"] = dict(state["vars"])
-        for b in sorted(self.sites):
-            positions = sorted({p for s in self.sites[b].values() for p in s})
+        for b, positions in sorted(self.positions.items()):
             keys = self.keys[b]
-            needed = sorted(set(keys) | self._reads(b, positions))
+            needed = sorted(set(keys) | self.reads[b])
             operand = {
                 "vars": {k: {"top": state["vars"][k]["top"]} for k in needed},
                 "pc": {"top": entry_pc},
-                "posted": {},
             }
             run = lambda s, b=b, positions=positions, keys=keys: _tops(
                 machine.raw_blocks[b](s, positions), keys
@@ -110,7 +114,7 @@ def _writes(program: Program, b: int, block, posted):
     positions to run for the value when the write can be made after the step, or None.
     Posted item assignments are left out: they are made after the step already."""
     instructions = block.instructions
-    written = _written_names(instructions)
+    written = {name for _, name, _ in register_writes(program, block)}
     for position, name, kind in register_writes(program, block):
         if kind == SET_ITEM and posted is not None and posted.set_item_slot(b, position):
             continue
@@ -121,24 +125,11 @@ def _writes(program: Program, b: int, block, posted):
             yield position, name, None
 
 
-def _written_names(instructions) -> set:
-    names = set()
-    for op in instructions:
-        names |= set(op.vars) if isinstance(op, PopOp) else set(flatten(op.vars_out))
-    return names
-
-
 def _alone(block, position: int, name: str) -> bool:
     """Whether no instruction of ``block`` but the one at ``position`` touches ``name``."""
-    for p, op in enumerate(block.instructions):
-        if p == position:
-            continue
-        if isinstance(op, PopOp):
-            touched = name in op.vars
-        else:
-            touched = name in flatten(op.vars_out) or name in flatten(op.vars_in)
-        if touched:
-            return False
+    others = (op for p, op in enumerate(block.instructions) if p != position)
+    if any(touches(op, name, reads=True) for op in others):
+        return False
     term = block.terminator
     return not (isinstance(term, BranchOp) and term.cond_var == name)
 
@@ -149,10 +140,10 @@ def _slice(program: Program, instructions, position: int, written: set):
     needed, todo = set(), [position]
     while todo:
         p = todo.pop()
+        if p in needed:
+            continue
         op = instructions[p]
-        if not _pure(op, program) or p in needed:
-            if p in needed:
-                continue
+        if not _pure(op, program):
             return None
         needed.add(p)
         for name in flatten(op.vars_in):
@@ -175,11 +166,8 @@ def _pure(op, program) -> bool:
 
 
 def _last_definition(instructions, position: int, name: str):
+    """The position of the last instruction before ``position`` that sets ``name``."""
     for p in range(position - 1, -1, -1):
-        op = instructions[p]
-        if isinstance(op, PopOp):
-            if name in op.vars:
-                return p
-        elif name in flatten(op.vars_out):
+        if touches(instructions[p], name, reads=False):
             return p
     return None

@@ -50,6 +50,7 @@ from pcbatch.ir.types import (
 from pcbatch.vm import compact, policy
 from pcbatch.vm.hoist import HoistedWrites
 from pcbatch.vm.ports import Ports
+from pcbatch.vm.writes import touches
 
 PC = "__pc__"
 _INDEX = TensorType(np.dtype(np.int32), ())
@@ -336,18 +337,14 @@ class PostedWrites:
 
 def _touched_after(instructions, position: int, name: str) -> bool:
     """Whether an instruction after ``position`` reads, writes, pops or pushes ``name``."""
-    return any(_touches(op, name, reads=True) for op in instructions[position + 1 :])
+    return any(touches(op, name, reads=True) for op in instructions[position + 1 :])
 
 
 def _touched_before(instructions, position: int, name: str) -> bool:
     """Whether an instruction before ``position`` writes, pops or pushes ``name``."""
-    return any(_touches(op, name, reads=False) for op in instructions[:position])
+    return any(touches(op, name, reads=False) for op in instructions[:position])
 
 
-def _touches(op, name: str, reads: bool) -> bool:
-    if isinstance(op, PopOp):
-        return name in op.vars
-    return name in flatten(op.vars_out) or (reads and name in flatten(op.vars_in))
 
 
 class StagedMachine:
@@ -375,11 +372,11 @@ class StagedMachine:
         self.blocks = [_Block(self, i) for i in range(self.halt)]
         self.raw_blocks = list(self.blocks)
         self.ports = None
-        self.hoisted = HoistedWrites(program, self.layout, ())
+        self.hoisted = HoistedWrites(program, self.layout, ())  # none
         if getattr(ops, "uses_ports", False):
-            self.ports = Ports(program, self.layout, self.posted)
-            self.hoisted = self.ports.hoisted
-            self.ports = self.ports or None
+            ports = Ports(program, self.layout, self.posted)
+            self.hoisted = ports.hoisted
+            self.ports = ports or None
         widths = compact.buckets(getattr(ops, "compaction", None), batch_size)
         self.compaction = compact.Compaction(self, widths) if widths else None
         if self.compaction is not None:

@@ -1,4 +1,4 @@
-"""Which registers the instructions of a lowered block write.
+"""Which registers the instructions of a lowered block write (and touch).
 
 The staged machine's write ports (`pcbatch.vm.ports`) and hoisted writes
 (`pcbatch.vm.hoist`) both plan from this, so they agree on what a block writes.
@@ -30,3 +30,10 @@ def register_writes(program: Program, block):
                     VariableAllocation.TEMPORARY,
                 ):
                     yield position, name, VALUE
+
+
+def touches(op, name: str, reads: bool) -> bool:
+    """Whether ``op`` writes, pops or pushes ``name`` (or, with ``reads``, reads it)."""
+    if isinstance(op, PopOp):
+        return name in op.vars
+    return name in flatten(op.vars_out) or (reads and name in flatten(op.vars_in))
