@@ -7,7 +7,10 @@ over 10,000 values of n in [5, 22], and the NUTS-shaped ``trajectories`` over
 - ``chunks/<policy>``: plain batched calls on consecutive chunks of 1,000 inputs
   (every chunk waits for its slowest member), block order from ``<policy>``;
 - ``refill/<policy>``: one ``fn.map(inputs, width=1000, schedule=<policy>)`` (free
-  lanes refilled in groups, ``--group``, default ``map``'s: a tenth of the lanes).
+  lanes refilled in groups, ``--group``, default ``map``'s: a tenth of the lanes);
+- ``priority/<policy>``: the same with ``priority=`` a cost estimate per input, so the
+  longest start first: ``n`` for Collatz and Fibonacci, the number of trajectories for
+  the NUTS-shaped program.
 
 Columns: VM steps and batched primitive executions; lane utilization (mean
 fraction of lanes active per primitive execution) and occupancy (mean fraction
@@ -44,16 +47,19 @@ from pcbatch.vm import compact
 
 
 def _workloads(scale: float):
-    """(name, batched function, inputs, lanes, max_stack_depth) at ``scale``."""
+    """(name, batched function, inputs, lanes, max_stack_depth, cost estimate per input)
+    at ``scale``."""
     rng = np.random.RandomState(0)
     lanes = max(1, round(1000 * scale))
     count = lambda n: max(1, round(n * scale))
-    yield "collatz", examples.collatz, [np.arange(1, count(100_000) + 1)], lanes, 4
+    starts = np.arange(1, count(100_000) + 1)
+    yield "collatz", examples.collatz, [starts], lanes, 4, starts
     # Fibonacci: fib(n) = n for n <= 1, so n in [5, 22] recurses at most 22 deep.
-    yield "fib", examples.fib, [rng.randint(5, 23, size=count(10_000))], lanes, 24
+    n = rng.randint(5, 23, size=count(10_000))
+    yield "fib", examples.fib, [n], lanes, 24, n
     chains = count(10_000)
     nuts_args = [rng.randint(0, examples.MOD, size=chains), rng.randint(1, 13, size=chains)]
-    yield "nuts", examples.trajectories, nuts_args, lanes, 8
+    yield "nuts", examples.trajectories, nuts_args, lanes, 8, nuts_args[1]
 
 
 def _chunks(fn, args, lanes: int, options: dict):
@@ -62,10 +68,11 @@ def _chunks(fn, args, lanes: int, options: dict):
         fn(*[a[start : start + lanes] for a in args], **options)
 
 
-def _runner(mode: str, fn, args, lanes: int, options: dict, group):
+def _runner(mode: str, fn, args, lanes: int, options: dict, group, cost):
     if mode == "chunks":
         return lambda: _chunks(fn, args, lanes, options)
-    return lambda: fn.map(*args, width=lanes, group=group, **options)
+    priority = cost if mode == "priority" else None
+    return lambda: fn.map(*args, width=lanes, group=group, priority=priority, **options)
 
 
 def _leaf_bytes(type_) -> int:
@@ -98,9 +105,9 @@ def refill_buffers(program, lanes: int, count: int) -> int:
     return count * inputs + (count + lanes) * results
 
 
-def _row(name, mode, policy, fn, args, lanes, depth, backend, group) -> str:
+def _row(name, mode, policy, fn, args, lanes, depth, backend, group, cost) -> str:
     options = dict(max_stack_depth=depth, schedule=policy, backend=backend)
-    run = _runner(mode, fn, args, lanes, options, group)
+    run = _runner(mode, fn, args, lanes, options, group, cost)
     with pcbatch.profile() as prof:
         run()
     if getattr(backend, "staged", False):
@@ -110,9 +117,9 @@ def _row(name, mode, policy, fn, args, lanes, depth, backend, group) -> str:
     seconds = time.perf_counter() - start
     program = fn.context.lowered_for_args(fn.name, [a[:lanes] for a in args], backend)
     ours, peer = memory(program, lanes, depth)
-    buffers = refill_buffers(program, lanes, len(args[0])) if mode == "refill" else 0
+    buffers = refill_buffers(program, lanes, len(args[0])) if mode != "chunks" else 0
     return (
-        f"{name:<14} {mode + '/' + policy:<20} {len(args[0]):>7} {prof.block_executions:>9} "
+        f"{name:<14} {mode + '/' + policy:<22} {len(args[0]):>7} {prof.block_executions:>9} "
         f"{prof.primitive_executions:>9} {prof.lane_utilization:>5.3f} {prof.occupancy:>5.3f} "
         f"{seconds:>8.2f} {ours / 1024:>9.1f} {peer / 1024:>9.1f} {peer / ours:>6.1f}x "
         f"{buffers / 1024:>8.1f} {sum(prof.compacted_block_executions.values()):>7}"
@@ -157,7 +164,7 @@ def main() -> None:
         order_blocks.check_policy(policy)
     backend = _backend(opts.backend, compact.parse_option(opts.compaction))
     header = (
-        f"{'workload':<14} {'mode/policy':<20} {'inputs':>7} {'steps':>9} {'prims':>9} "
+        f"{'workload':<14} {'mode/policy':<22} {'inputs':>7} {'steps':>9} {'prims':>9} "
         f"{'util':>5} {'occ':>5} {'wall s':>8} {'mem KiB':>9} {'peer KiB':>9} {'saving':>7} "
         f"{'bufs KiB':>8} {'compact':>7}"
     )
@@ -168,12 +175,12 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     chosen = opts.workloads.split(",")
-    for name, fn, args, lanes, depth in _workloads(opts.scale):
+    for name, fn, args, lanes, depth, cost in _workloads(opts.scale):
         if name not in chosen:
             continue
-        for mode in ("chunks", "refill"):
+        for mode in ("chunks", "refill", "priority"):
             for policy in policies:
-                row = _row(name, mode, policy, fn, args, lanes, depth, backend, opts.group)
+                row = _row(name, mode, policy, fn, args, lanes, depth, backend, opts.group, cost)
                 print(row, flush=True)
     print(
         "\nsteps: VM block executions; prims: batched primitive executions; util: mean "

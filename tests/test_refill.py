@@ -57,11 +57,17 @@ def test_map_equals_dry_run(backend_name, name, count, width):
 @backend_param
 @pytest.mark.parametrize("schedule", ["lowest_pc", "returns_first", "most_threads"])
 def test_map_under_every_policy(backend_name, schedule):
-    x = np.random.RandomState(5).randint(0, 1000, 9)
-    n_traj = np.random.RandomState(6).randint(0, 5, 9)
+    _check_trajectories(backend_name, 9, width=5, schedule=schedule)
+
+
+def _check_trajectories(backend_name, count: int, **map_options):
+    """The NUTS-shaped program mapped over ``count`` inputs, against the per-example run."""
+    x = np.random.RandomState(5).randint(0, 1000, count)
+    n_traj = np.random.RandomState(6).randint(0, 5, count)
+    priority = n_traj if map_options.pop("priority", None) == "n_traj" else None
     expected = examples.trajectories(x, n_traj, dry_run=True)
     actual = examples.trajectories.map(
-        x, n_traj, width=5, schedule=schedule, backend=backend(backend_name)
+        x, n_traj, priority=priority, backend=backend(backend_name), **map_options
     )
     _assert_same(actual, expected, backend_name)
 
@@ -192,3 +198,51 @@ def test_threads_leaving_main_free_their_lanes_under_every_policy(backend_name):
         np.testing.assert_array_equal(np.asarray(out), examples.collatz(x, dry_run=True))
         steps[schedule] = prof.block_executions
     assert steps["most_threads"] <= steps["lowest_pc"], steps
+
+
+@backend_param
+def test_priority_starts_the_longest_inputs_first(backend_name):
+    """Fibonacci's thread lengths grow like fib(n): in input order the run ends on a few
+    long threads with the other lanes idle; started longest first it does not. The
+    results are the same, in input order, whatever the order the inputs start in."""
+    n = np.random.RandomState(0).randint(5, 17, 60)
+    expected = examples.fib(n, dry_run=True)
+    profiles = {}
+    for label, priority in (("input order", None), ("longest first", n), ("shortest", -n)):
+        with pcbatch.profile() as profiles[label]:
+            result = examples.fib.map(
+                n, width=8, priority=priority, max_stack_depth=20, backend=backend(backend_name)
+            )
+        assert_close(result, expected, backend_name)
+    longest, shortest = profiles["longest first"], profiles["shortest"]
+    assert longest.occupancy > 0.95 > profiles["input order"].occupancy
+    assert longest.block_executions < profiles["input order"].block_executions
+    assert longest.block_executions < shortest.block_executions / 2
+    assert longest.primitive_lanes == shortest.primitive_lanes  # the same work, reordered
+
+
+@backend_param
+def test_priority_with_shared_values_and_several_results(backend_name):
+    """Ties keep input order; an argument every input shares is not reordered; each
+    of several results comes back in input order."""
+    _check_trajectories(backend_name, 11, width=4, priority="n_traj")
+    entry = PY_CORPUS_BY_NAME["gcd_mod"]
+    a = np.random.RandomState(0).randint(0, 200, 10)
+    expected = entry.fn(a, np.int64(84), dry_run=True)
+    actual = entry.fn.map(a, np.int64(84), width=3, priority=a % 3, backend=backend(backend_name))
+    _assert_same(actual, expected, backend_name)
+
+
+def test_priority_rejects_what_is_not_one_number_per_input():
+    x = np.arange(1, 7)
+    cases = [
+        (np.arange(5), ValueError, r"shape \(6,\) for 6 inputs"),
+        (np.ones((6, 1)), ValueError, "shape"),
+        (np.array([1.0, np.nan, 0, 0, 0, 0]), ValueError, "input 1 has NaN"),
+        (np.array(list("abcdef")), TypeError, "dtype <U1"),
+        (object(), TypeError, "real number"),
+    ]
+    for priority, error, message in cases:
+        with pytest.raises(error, match=message) as info:
+            examples.collatz.map(x, width=2, priority=priority)
+        assert "collatz.map(priority=...)" in str(info.value)

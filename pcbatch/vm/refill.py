@@ -12,6 +12,11 @@ a thread started alone would run main's first blocks with one active lane. Resul
 come back in input order and equal a plain batched call's: each thread runs
 exactly the instructions it would run alone, only the lane it runs in changes.
 
+Inputs start in input order, or by decreasing ``priority`` (`start_order`): when
+thread lengths are heavy-tailed, a long input started last keeps the run going
+with every other lane idle, and starting the longest first (an estimate is
+enough) avoids that tail.
+
 Nothing here depends on the scheduling policy: a policy numbers the blocks and
 the VM always runs the lowest-numbered block holding a thread, whichever input
 that thread is running.
@@ -52,12 +57,35 @@ def group_size(group, lanes: int) -> int:
     return min(check_width(group, "group"), lanes)
 
 
+def start_order(priority, count: int, function: str) -> np.ndarray | None:
+    """The order in which the inputs start: by decreasing ``priority``, ties in input
+    order; None (input order) without one. ``priority`` must be known on the host:
+    one real number per input, none of them NaN."""
+    if priority is None:
+        return None
+    usage = f"{function}.map(priority=...) takes one real number per input"
+    try:
+        values = np.asarray(priority)
+    except Exception as e:  # a traced value (inside jax.jit or tf.function) has no host value
+        known = f"{usage}, known before the run"
+        raise TypeError(f"{known}; got {type(priority).__name__}: {e}") from None
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"{usage}; got an array of dtype {values.dtype}")
+    if values.shape != (count,):
+        raise ValueError(f"{usage}: shape ({count},) for {count} inputs, got {values.shape}")
+    values = values.astype(np.float64)
+    if np.isnan(values).any():
+        raise ValueError(f"{usage}; input {int(np.flatnonzero(np.isnan(values))[0])} has NaN")
+    return np.argsort(-values, kind="stable")
+
+
 def execute(
     program: Program,
     args,
     *,
     width: int,
     group: int | None = None,
+    priority=None,
     backend=None,
     max_stack_depth: int = machine.DEFAULT_MAX_STACK_DEPTH,
     max_steps: int | None = None,
@@ -68,7 +96,8 @@ def execute(
     Args are as for `machine.execute`; the leading dimension of ``args`` is the
     number of inputs, not of lanes. ``max_steps`` bounds the VM steps of the whole
     run. Pending inputs start once ``group`` lanes are free (see `group_size`), or
-    as many as remain. Returns main's results for every input, in input order.
+    as many as remain, in the order of ``priority`` (see `start_order`). Returns
+    main's results for every input, in input order.
     """
     backend = backend or NumpyBackend()
     width = check_width(width)
@@ -76,23 +105,49 @@ def execute(
     if len(args) != len(program.vars_in):
         raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")
     count = machine.batch_size_of(program, args)
+    order = start_order(priority, count, program.main)
     options = dict(backend=backend, max_stack_depth=max_stack_depth, max_steps=max_steps)
     if count == 0:
         return _no_results(program, backend)
     if getattr(backend, "staged", False):
-        from pcbatch.vm import staged
-
-        return staged.execute(
-            program, args, cache=block_code_cache, refill=(width, group), **options
-        )
-    return _execute_numpy(program, args, count, min(width, count), group, **options)
+        return _execute_staged(program, args, count, order, width, group, block_code_cache, options)
+    order = np.arange(count) if order is None else order
+    return _execute_numpy(program, args, order, min(width, count), group, **options)
 
 
-def _execute_numpy(program, args, count, lanes, group, *, backend, max_stack_depth, max_steps):
+def _execute_staged(program, args, count, order, width, group, cache, options):
+    """A staged run sees the inputs already in starting order (the order is data, so a
+    new one does not recompile) and its results are put back in input order."""
+    from pcbatch.vm import staged
+
+    backend = options["backend"]
+    if order is not None:
+        args = _rows(program, args, count, order.astype(np.int32), backend.take)
+    results = staged.execute(program, args, cache=cache, refill=(width, group), **options)
+    if order is None:
+        return results
+    inverse = np.argsort(order).astype(np.int32)
+    return map_pattern(lambda leaf: backend.take(leaf, inverse), results)
+
+
+def _rows(program: Program, args, count: int, index: np.ndarray, take) -> list:
+    """Each argument's rows ``index`` (an argument every input shares stays as it is)."""
+
+    def pick(t, leaf):
+        shape = np.shape(leaf)
+        return take(leaf, index) if len(shape) > len(t.shape) and shape[0] == count else leaf
+
+    return [
+        map_pattern(pick, program.var_types[name].tensors, arg)
+        for name, arg in zip(program.vars_in, args)
+    ]
+
+
+def _execute_numpy(program, args, order, lanes, group, *, backend, max_stack_depth, max_steps):
     inputs = machine.broadcast_inputs(program, args)
-    first = [map_pattern(lambda leaf: leaf[:lanes], arg) for arg in inputs]
+    first = [map_pattern(lambda leaf: leaf[order[:lanes]], arg) for arg in inputs]
     run = machine.start(program, first, backend, lanes, max_stack_depth)
-    feeder = _Feeder(run, inputs, count, group)
+    feeder = _Feeder(run, inputs, order, group)
     runners = [machine._block_runner(b, backend) for b in program.graph]
     try:
         machine._loop(run, runners, max_steps, feeder.after_block)
@@ -127,10 +182,12 @@ def _halting_blocks(program: Program) -> frozenset:
 class _Feeder:
     """NumPy: collects finished threads' results and starts pending inputs in their lanes."""
 
-    def __init__(self, run, inputs: list, count: int, group: int):
+    def __init__(self, run, inputs: list, order: np.ndarray, group: int):
+        count = len(order)
         self.run, self.inputs, self.count, self.group = run, inputs, count, group
-        self.lane_input = np.arange(run.batch_size)  # the input each lane runs, or _NO_INPUT
-        self.cursor = run.batch_size  # the next pending input
+        self.order = order  # the inputs in the order they start
+        self.lane_input = order[: run.batch_size].copy()  # each lane's input, or _NO_INPUT
+        self.cursor = run.batch_size  # how many inputs have started
         self.halt = len(run.program.graph)
         self.may_halt = _halting_blocks(run.program)
         types = run.program.var_types
@@ -165,7 +222,7 @@ class _Feeder:
     def _start(self, free: np.ndarray) -> None:
         run = self.run
         take = free[: self.count - self.cursor]
-        new = np.arange(self.cursor, self.cursor + len(take))
+        new = self.order[self.cursor : self.cursor + len(take)]
         self.cursor += len(take)
         self.lane_input[take] = new
         lanes = NumpyLanes(take, len(take), run.batch_size)

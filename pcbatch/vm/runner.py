@@ -105,13 +105,15 @@ def run(
     schedule: str | None = None,
     width: int | None = None,
     group: int | None = None,
+    priority=None,
 ):
     """Runs ``program``'s main over the batch ``args``; returns main's results, batched.
 
     ``schedule`` names the block-ordering policy (`passes.order_blocks`); the
     stackless interpreter has its own order and ignores it. With ``width``, the
     leading dimension of ``args`` counts independent inputs that run through
-    ``width`` lanes, free lanes refilled in groups of ``group`` (`vm.refill`).
+    ``width`` lanes, free lanes refilled in groups of ``group``, inputs started in
+    decreasing ``priority`` (`vm.refill`).
     """
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
@@ -120,7 +122,7 @@ def run(
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True, schedule=schedule)
         execute = machine.execute if width is None else functools.partial(
-            refill.execute, width=width, group=group
+            refill.execute, width=width, group=group, priority=priority
         )
         return execute(
             lowered,

@@ -39,6 +39,23 @@ def test_callable_inside_a_users_jit():
     np.testing.assert_array_equal(np.asarray(twice_collatz(jnp.array([6, 7, 27]))), [16, 32, 222])
 
 
+def test_map_in_priority_order_inside_a_users_jit_and_without_retracing():
+    backend = backends.backend("jax")
+    n = np.array([9, 3, 12, 5, 7, 1, 10])
+    expected = np.asarray(fib(n, dry_run=True))
+
+    @jax.jit
+    def fibs(n):
+        return fib.map(n, width=3, priority=np.array([9, 3, 12, 5, 7, 1, 10]), backend=backend)
+
+    np.testing.assert_array_equal(np.asarray(fibs(jnp.asarray(n))), expected)
+    traces = backend.traces
+    for priority in (n, -n, None):  # the order is data: a new one does not recompile
+        result = fib.map(n, width=3, priority=priority, backend=backend)
+        np.testing.assert_array_equal(np.asarray(result), expected)
+    assert backend.traces == traces
+
+
 def test_stack_overflow_is_detected_after_the_run():
     with pytest.raises(pcbatch.StackOverflowError, match="'fib'") as info:
         fib(np.array([3, 20]), backend=backends.backend("jax"), max_stack_depth=6)
