@@ -4,12 +4,12 @@ On JAX and TensorFlow a batched call stages the whole VM (`pcbatch.vm.staged`) a
 compiles it: XLA (or TensorFlow's graph builder) costs seconds per program, which
 caps how many fuzz programs CI can check. Both frameworks can also execute the same
 staged code eagerly: under ``jax.disable_jit()`` the jitted run is called as plain
-Python, ``lax.while_loop`` becomes a Python loop and ``lax.cond``/``lax.switch`` run
-the chosen branch; under ``tf.config.run_functions_eagerly(True)`` the
-``tf.function`` runs its Python body, ``tf.while_loop`` loops in Python and
-``tf.switch_case`` runs one branch. Either way every block, stack scatter, posted
-write and write port is the same code and the same framework operation as in the
-compiled run; what eager mode leaves untested is the compiler itself (XLA's or
+Python, ``lax.while_loop`` becomes a Python loop (so the block dispatch, a tree of
+loops that run at most once, runs the chosen branch); under
+``tf.config.run_functions_eagerly(True)`` the ``tf.function`` runs its Python body,
+``tf.while_loop`` loops in Python and ``tf.switch_case`` runs one branch. Either way every
+block, stack scatter and item assignment is the same code and the same framework
+operation as in the compiled run; what eager mode leaves untested is the compiler itself (XLA's or
 TensorFlow's graph lowering and optimization), which the fuzz tests cover with a
 smaller compiled sample.
 

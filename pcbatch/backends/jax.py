@@ -208,9 +208,6 @@ class JaxBackend:
         rows = jnp.arange(stack.shape[1]) if rows is None else jnp.clip(rows, 0, stack.shape[1] - 1)
         return stack[jnp.clip(depth, 0, stack.shape[0] - 1), rows]
 
-    #: the staged machine posts stack and item writes to run after each block
-    posts_writes = True
-
     def broadcast_to(self, value, shape):
         return jnp.broadcast_to(value, shape)
 
@@ -247,32 +244,10 @@ class JaxBackend:
     def while_loop(self, cond, body, state):
         return lax.while_loop(cond, body, state)
 
-    def switch(self, index, branches, state, passes_through: bool = True):
-        """Runs ``branches[index]`` on ``state``.
-
-        When branches pass large buffers through, a tree of two-way ``lax.cond``
-        (`base.bisecting_switch`): XLA copies every buffer an N-way conditional passes
-        through (measured: a 16 MB buffer untouched by the loop cost 1.3 ms per step)
-        but aliases those of a two-way one. When they return fresh values (the staged
-        VM's write ports), one ``lax.switch``: the tree would copy each fresh value
-        out of every level (measured on NUTS, 1,000 chains: 1.43 s against 1.13 s).
-        """
-        if passes_through:
-            return base.bisecting_switch(lax.cond, index, branches, state)
-        return lax.switch(index, branches, state)
-
-    #: large registers leave the block dispatch through write ports (`pcbatch.vm.ports`)
-    uses_ports = True
-
-    def cond(self, flag, if_true: Callable, if_false: Callable, operand):
-        """``if_true(operand)`` if the scalar ``flag``, else ``if_false(operand)``."""
-        return lax.cond(flag, if_true, if_false, operand)
-
-    def cond_where(self, flag, mask, if_true, if_false):
-        """``where(mask, if_true, if_false)`` if the scalar ``flag``, else ``if_false``
-        untouched (a two-way conditional: a step reads and writes only what it wrote)."""
-        keep = lambda m, a, b: b
-        return lax.cond(flag, lambda m, a, b: self.where(m, a, b), keep, mask, if_true, if_false)
+    def switch(self, index, branches, state):
+        """Runs ``branches[index]`` on ``state``: a tree of loops that run at most once
+        (`base.guarded_switch`), so nothing passed through is copied."""
+        return base.guarded_switch(self, index, branches, state)
 
     def jit(self, function: Callable) -> Callable:
         return jax.jit(function)

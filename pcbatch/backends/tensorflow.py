@@ -257,9 +257,14 @@ class TensorFlowBackend:
     def while_loop(self, cond, body, state):
         return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
 
-    def switch(self, index, branches, state, passes_through: bool = True):
-        # tf.switch_case, not a tree of tf.cond as on JAX: measured on the NUTS program in
-        # graph mode, the tree made each call take 92 s against 50 s.
+    def switch(self, index, branches, state):
+        """Runs ``branches[index]`` on ``state``: one ``tf.switch_case``.
+
+        Not the tree of run-at-most-once loops that JAX uses (`base.guarded_switch`):
+        under XLA it made Fibonacci over 1,000 n in [15, 20] 5x faster warm (0.45 s
+        against 2.29 s), but a NUTS test (8 chains, 700 draws) 5x slower (246 s against
+        48 s), and in graph mode without XLA every step slower (21.2 s against 5.3 s).
+        """
         return tf.switch_case(index, [lambda b=b: b(state) for b in branches])
 
     def jit(self, function: Callable) -> Callable:

@@ -15,15 +15,11 @@ The staged VM runs every block full width under a mask, so a block with 3 of
 
 Stacks are not gathered: a narrow leaf keeps the full stack and the row numbers
 (``"rows"``), and `StagedMachine.push`/`pop` index the stack through them, so
-a push or pop touches the same stack rows either way. Item assignments the block
-posts (`PostedWrites`) are described at width ``k`` and padded back to the
-batch's slot shape with their rows renumbered.
+a push or pop touches the same stack rows either way.
 
 Results are identical to full width: the block's code sees the active rows'
 values, and inactive rows are neither read (their results are masked) nor
-written. The choice is made inside the block's branch of the dispatch; the large
-registers the block does not write stay out of it, so write ports
-(`pcbatch.vm.ports`) see the same writes as at full width.
+written. The choice is made inside the block's branch of the dispatch.
 
 Buckets are fixed at trace time (each costs one more trace and compilation of
 every block that calls a primitive); `buckets` picks them from the option.
@@ -85,13 +81,8 @@ def check_option(option) -> None:
 
 def narrow_machine(machine, width: int):
     """``machine`` re-laid-out for ``width`` lanes: the blocks traced on it run narrow."""
-    from pcbatch.vm.staged import PostedWrites
-
     narrow = copy.copy(machine)
     narrow.layout = dataclasses.replace(machine.layout, batch_size=width)
-    narrow.posted = PostedWrites(
-        machine.program, narrow.layout, machine.ops, bool(machine.posted.by_site)
-    )
     return narrow
 
 
@@ -117,27 +108,14 @@ class Compaction:
             return block
         ops, widths = self.m.ops, self.widths
         narrow = [self._narrow(blocks[index], j) for j, blocks in enumerate(self.narrow_blocks)]
-        kept = self._kept(index)
 
         def run(state):
-            paths = [p for p, _ in _leaves(state) if p not in kept]
             active = ops.count(state["pc"]["top"] == index)
             # Branch j runs when widths[j-1] < active <= widths[j]; the last one is full width.
             choice = sum(ops.as_index(active > k) for k in widths)
-            branches = [_returning(f, paths) for f in [*narrow, block]]
-            return _with_values(state, paths, ops.switch(choice, branches, state))
+            return ops.switch(choice, [*narrow, block], state)
 
         return run
-
-    def _kept(self, index: int) -> set:
-        """Paths that the bucket choice of block ``index`` leaves out of its outputs: the
-        large registers the block does not write, which write ports expect untouched
-        (`pcbatch.vm.ports`; the choice passes everything else through)."""
-        ports = self.m.ports
-        if ports is None:
-            return set()
-        written = set(ports.writes[index])
-        return {("vars", key, "top") for key in ports.cells if key not in written}
 
     def _narrow(self, block, bucket: int):
         """``block`` run on the first ``widths[bucket]`` active rows (all of them, when
@@ -203,14 +181,8 @@ def scatter(m, state: dict, before: dict, after: dict, rows) -> dict:
     for k, narrow in before["vars"].items():
         out["vars"][k] = _scatter_leaf(ops, state["vars"][k], narrow, after["vars"][k], rows)
     out["pc"] = _scatter_leaf(ops, state["pc"], before["pc"], after["pc"], rows)
-    out["posted"] = {
-        slot: _pad_posted(ops, empty, after["posted"][slot], rows, m.layout.batch_size)
-        if after["posted"][slot] is not empty
-        else empty
-        for slot, empty in state["posted"].items()
-    }
     for key, value in after.items():
-        if key not in ("vars", "pc", "posted"):
+        if key not in ("vars", "pc"):
             out[key] = value  # flags and per-block counts: the same at any width
     return out
 
@@ -223,56 +195,3 @@ def _scatter_leaf(ops, leaf: dict, before: dict, after: dict, rows) -> dict:
     if "stack" in leaf:
         out["stack"] = after["stack"]  # written in place at the right rows, if at all
     return out
-
-
-def _pad_posted(ops, empty: dict, write: dict, rows, batch_size: int) -> dict:
-    """A narrow posted item assignment as a full-width slot: its rows renumbered to the
-    batch's (out of range stays out of range), then the empty slot's padding."""
-    width = _width(rows)
-    head = ops.arange(width)
-    inside = write["rows"] < width
-    renumbered = ops.where(inside, ops.take_rows(rows, write["rows"]), batch_size)
-    return {
-        "rows": ops.scatter(empty["rows"], head, renumbered),
-        "indices": [ops.scatter(e, head, i) for e, i in zip(empty["indices"], write["indices"])],
-        "value": ops.scatter(empty["value"], head, write["value"]),
-    }
-
-
-# -- state paths: the leaves the bucket choice returns -------------------------------
-
-
-def _leaves(tree, prefix=()):
-    if isinstance(tree, dict):
-        for key in sorted(tree):
-            yield from _leaves(tree[key], (*prefix, key))
-    elif isinstance(tree, (list, tuple)):
-        for i, value in enumerate(tree):
-            yield from _leaves(value, (*prefix, i))
-    else:
-        yield prefix, tree
-
-
-def _returning(branch, paths):
-    """``branch`` returning only the values at ``paths`` (the bucket choice's outputs)."""
-
-    def run(state):
-        leaves = dict(_leaves(branch(state)))
-        return [leaves[p] for p in paths]
-
-    return run
-
-
-def _with_values(state: dict, paths, values) -> dict:
-    """``state`` with the leaves at ``paths`` replaced (each container rebuilt once)."""
-    return _replace(state, dict(zip(paths, values)), ())
-
-
-def _replace(tree, updates: dict, prefix: tuple):
-    if prefix in updates:
-        return updates[prefix]
-    if isinstance(tree, dict):
-        return {k: _replace(v, updates, (*prefix, k)) for k, v in tree.items()}
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_replace(v, updates, (*prefix, i)) for i, v in enumerate(tree))
-    return tree

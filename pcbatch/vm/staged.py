@@ -11,10 +11,10 @@ The block a step runs is the lowest program counter, or for a dynamic policy
 or a program with sync points the one `vm.policy.choose` picks (its per-block
 wait counts ride in the loop state).
 
-What crosses the block dispatch is kept small, because XLA copies what a
-conditional passes through: pushes are written to their stacks before the
-dispatch and item assignments after it (`PostedWrites`), and on JAX large
-registers leave it through write ports (`pcbatch.vm.ports`).
+On JAX the dispatch copies nothing it passes through: it is a tree of loops that
+run at most once (`backends.base.guarded_switch`), whose state XLA updates in
+place, so a step costs what its block touches. TensorFlow dispatches with one
+``tf.switch_case``.
 
 Stack overflow cannot raise inside the staged loop: it sets a flag (and records
 the block), the loop stops, and the caller raises after the run.
@@ -38,7 +38,6 @@ from pcbatch.ir.nodes import (
     Program,
     PushGotoOp,
 )
-from pcbatch.ir.setitem import align
 from pcbatch.ir.types import (
     TensorType,
     VariableAllocation,
@@ -48,9 +47,6 @@ from pcbatch.ir.types import (
     rebuild,
 )
 from pcbatch.vm import compact, policy
-from pcbatch.vm.hoist import HoistedWrites
-from pcbatch.vm.ports import Ports
-from pcbatch.vm.writes import touches
 
 PC = "__pc__"
 _INDEX = TensorType(np.dtype(np.int32), ())
@@ -103,19 +99,14 @@ class _Block:
             for op in self.block.instructions
         ]
 
-    def __call__(self, state: dict, positions=None) -> dict:
-        """The state after the block; with ``positions``, after only those instructions
-        (a hoisted write's slice, `pcbatch.vm.hoist`: no terminator, no counts)."""
+    def __call__(self, state: dict) -> dict:
+        """The state after the block."""
         m = self.m
         state = dict(state)
         state["vars"] = dict(state["vars"])
         mask = state["pc"]["top"] == self.index
         env: dict = {}
-        self.in_slice = positions is not None
-        for position, (op, function) in enumerate(zip(self.block.instructions, self.functions)):
-            if positions is not None and position not in positions:
-                continue
-            self.position = position
+        for op, function in zip(self.block.instructions, self.functions):
             if isinstance(op, PopOp):
                 for name in op.vars:
                     env.pop(name, None)
@@ -123,7 +114,7 @@ class _Block:
                         state["vars"][key] = m.pop(state["vars"][key], mask)
                 continue
             if setitem.is_in_place(op, m.program):
-                self.set_items(state, env, op, mask, position)
+                self.set_items(state, env, op, mask)
                 continue
             inputs = [self.read(state, env, v) for v in op.vars_in]
             if m.sanitize and not op.is_copy:
@@ -137,8 +128,6 @@ class _Block:
             else:
                 outputs = function(*inputs)
             self.bind(state, env, op, op.vars_out, outputs, mask)
-        if positions is not None:
-            return state
         state = m.terminate(state, self.block.terminator, env, mask, self.read)
         if m.profiling:
             state = m.count(
@@ -146,17 +135,10 @@ class _Block:
             )
         return state
 
-    def set_items(self, state, env, op, mask, position) -> None:
-        """Item assignment into the target's storage: a scatter of the active threads' items
-        (posted to run after the block when the backend posts writes, see `PostedWrites`)."""
+    def set_items(self, state, env, op, mask) -> None:
+        """Item assignment into the target's storage: a scatter of the active threads' items."""
         value, *indices = (self.read(state, env, v) for v in op.vars_in[1:])
         (key, _), = self.m.layout.leaves[op.vars_out]
-        slot = self.m.posted.set_item_slot(self.index, position)
-        if slot is not None:
-            state["posted"] = dict(state["posted"])
-            state["posted"][slot] = self.m.posted.describe_set(slot, value, indices, mask)
-            env.pop(op.vars_out, None)
-            return
         leaf = state["vars"][key]
         top = self.m.ops.set_items(op.function, leaf["top"], value, indices, mask)
         state["vars"][key] = dict(leaf, top=top)
@@ -186,165 +168,15 @@ class _Block:
         env[names] = _unflatten(var_type.tensors, placed_leaves)
         if alloc == VariableAllocation.TEMPORARY:
             return
-        if self.m.hoisted.hoisted(self.index, self.position, names) != self.in_slice:
-            return  # a hoisted write is made after the step, and only it (`pcbatch.vm.hoist`)
         push = names not in op.skip_push_mask and alloc == VariableAllocation.FULL
         for (key, _), value in zip(self.m.layout.leaves[names], placed_leaves):
             leaf = state["vars"][key]
             if push:
-                before = self.m.posted.push_slot(self.index, self.position, key) is not None
-                state["vars"][key], overflow = self.m.push(leaf, value, mask, before)
+                state["vars"][key], overflow = self.m.push(leaf, value, mask)
                 # In place: the caller holds this dict (a rebinding here would be lost).
                 state.update(self.m.flag_overflow(state, overflow, self.index))
             else:
                 state["vars"][key] = dict(leaf, top=self.m.ops.where(mask, value, leaf["top"]))
-
-
-class PostedWrites:
-    """Writes into large arrays (stacks, item-assigned buffers), made outside the block.
-
-    XLA copies a buffer that a conditional branch writes in place (and, for an N-way
-    switch, every buffer a branch passes through), so a scatter into a stack or a
-    buffer of draws inside the block would copy the whole array at every step.
-
-    Pushes are written *before* the block: a push saves the variable's current top
-    at its current depth, and when nothing earlier in the block touches the
-    variable those are the values at block entry. So before the switch, one
-    scatter per stack writes the top of the threads at the chosen block (when that
-    block pushes the variable; no row otherwise) straight from the loop state: no
-    value travels through the conditional, and the old top is dead once the block
-    has run (carrying it out of the block made XLA copy every pushed register at
-    every step). The block itself only moves the depth and the top.
-
-    Item assignments are *posted*: row indices (out of range for threads not at the
-    block) and values, in a small slot of the loop state; after the block, one
-    scatter per slot updates the array in place. A write is posted only when nothing
-    later in the same block touches that array.
-    """
-
-    def __init__(self, program: Program, layout: Layout, ops, enabled: bool):
-        self.program, self.layout, self.ops = program, layout, ops
-        self.slots: dict = {}  # slot name -> ("set", key, SetItem)
-        self.by_site: dict = {}
-        self.pushed_before: dict = {}  # stack key -> blocks whose push is written before them
-        if enabled:
-            for b, block in enumerate(program.graph.blocks):
-                self._plan_block(b, block)
-        # per stack key, by block index (and halt): whether that block's push is written
-        # before it (built once: the eager fuzz runs `write_pushes` at every step)
-        blocks = np.arange(len(program.graph) + 1)
-        self.push_tables = {
-            key: np.isin(blocks, sorted(at)) for key, at in self.pushed_before.items()
-        }
-
-    def _plan_block(self, b: int, block) -> None:
-        ops = block.instructions
-        for position, op in enumerate(ops):
-            if isinstance(op, PrimOp) and setitem.is_in_place(op, self.program):
-                if not _touched_after(ops, position, op.vars_out):
-                    (key, _), = self.layout.leaves[op.vars_out]
-                    self._add((b, position), f"set{b}.{position}", ("set", key, op.function))
-            elif isinstance(op, PrimOp):
-                for name in flatten(op.vars_out):
-                    pushes = name not in op.skip_push_mask
-                    full = self.program.alloc_of(name) == VariableAllocation.FULL
-                    if pushes and full and not _touched_before(ops, position, name):
-                        for key, _ in self.layout.leaves[name]:
-                            self.by_site[(b, position, key)] = "before"
-                            self.pushed_before.setdefault(key, set()).add(b)
-
-    def _add(self, site, slot: str, spec) -> None:
-        self.by_site[site] = slot
-        self.slots[slot] = spec
-
-    def set_item_slot(self, block: int, position: int):
-        return self.by_site.get((block, position))
-
-    def push_slot(self, block: int, position: int, key: str):
-        return self.by_site.get((block, position, key))
-
-    def describe_set(self, slot: str, value, indices, mask) -> dict:
-        """The posted form of an item assignment: shapes fixed, so every block agrees."""
-        ops, size = self.ops, self.layout.batch_size
-        empty = self._empty_slot(slot)
-        rows = ops.where(mask, ops.arange(size), size)  # out of range: not written
-        function = self.slots[slot][2]
-        value = align(ops.asarray(value, empty["value"].dtype), function.rest_rank(
-            len(empty["value"].shape) + function.integer_parts))
-        return {
-            "rows": rows,
-            "indices": [ops.place(i, size, _INDEX, True) for i in indices],
-            "value": ops.broadcast_to(value, empty["value"].shape),
-        }
-
-    def empty(self) -> dict:
-        """Every slot with no write (all rows out of range)."""
-        return {slot: self._empty_slot(slot) for slot in self.slots}
-
-    def _empty_slot(self, slot: str) -> dict:
-        ops, size = self.ops, self.layout.batch_size
-        spec = self.slots[slot]
-        t = self._leaf_type(spec[1])
-        function = spec[2]
-        integer_axes = [a for a, part in enumerate(function.index) if part is None]
-        rest = [d for a, d in enumerate(t.shape) if a not in integer_axes]
-        return {
-            "rows": ops.full_pc(size, size),
-            "indices": [ops.zeros((size,), ops.index_dtype) for _ in integer_axes],
-            "value": ops.zeros((size, *rest), t.dtype),
-        }
-
-    def _leaf_type(self, key: str):
-        for keys in self.layout.leaves.values():
-            for k, t in keys:
-                if k == key:
-                    return t
-        raise KeyError(key)
-
-    def write_pushes(self, state: dict, block) -> dict:
-        """Before ``block`` runs: the pushes it makes, written from the loop state."""
-        if not self.pushed_before:
-            return state
-        ops = self.ops
-        at_block = state["pc"]["top"] == block
-        state = dict(state)
-        state["vars"] = dict(state["vars"])
-        for key, table in self.push_tables.items():
-            table = ops.asarray(table)
-            leaf = state["vars"][key]
-            capacity = leaf["stack"].shape[0]
-            pushing = at_block & ops.take(table, block)
-            target = ops.where(pushing, leaf["depth"], capacity)  # out of range: not written
-            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"])
-            state["vars"][key] = dict(leaf, stack=stack)
-        return state
-
-    def apply(self, state: dict) -> dict:
-        """After the block: the item assignments it posted."""
-        if not self.slots:
-            return state
-        state = dict(state)
-        state["vars"] = dict(state["vars"])
-        for slot, spec in self.slots.items():
-            write, key = state["posted"][slot], spec[1]
-            leaf = state["vars"][key]
-            top = self.ops.set_item_rows(
-                spec[2], leaf["top"], write["value"], write["indices"], write["rows"]
-            )
-            state["vars"][key] = dict(leaf, top=top)
-        return state
-
-
-def _touched_after(instructions, position: int, name: str) -> bool:
-    """Whether an instruction after ``position`` reads, writes, pops or pushes ``name``."""
-    return any(touches(op, name, reads=True) for op in instructions[position + 1 :])
-
-
-def _touched_before(instructions, position: int, name: str) -> bool:
-    """Whether an instruction before ``position`` writes, pops or pushes ``name``."""
-    return any(touches(op, name, reads=False) for op in instructions[:position])
-
-
 
 
 class StagedMachine:
@@ -367,22 +199,11 @@ class StagedMachine:
         self.profiling = profiling
         self.max_steps = max_steps
         self.sanitize = getattr(ops, "sanitize_inactive", False)
-        enabled = getattr(ops, "posts_writes", False)
-        self.posted = PostedWrites(program, self.layout, ops, enabled)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
-        self.raw_blocks = list(self.blocks)
-        self.ports = None
-        self.hoisted = HoistedWrites(program, self.layout, ())  # none
-        if getattr(ops, "uses_ports", False):
-            ports = Ports(program, self.layout, self.posted)
-            self.hoisted = ports.hoisted
-            self.ports = ports or None
         widths = compact.buckets(getattr(ops, "compaction", None), batch_size)
         self.compaction = compact.Compaction(self, widths) if widths else None
         if self.compaction is not None:
             self.blocks = [self.compaction.wrap(i, b) for i, b in enumerate(self.blocks)]
-        if self.ports is not None:
-            self.blocks = [self.ports.wrap(ops, i, b) for i, b in enumerate(self.blocks)]
         # None: the lowest program counter runs
         self.plan = policy.plan_for(program, refill=refill_plan is not None)
         self.rows = None
@@ -395,18 +216,14 @@ class StagedMachine:
             self.refill = StagedRefill(self, *refill_plan)
 
     # -- stacks -----------------------------------------------------------------
-    def push(self, leaf: dict, value, mask, written_before: bool = False):
-        """(new leaf, overflow flag); ``written_before``: the stack row was written before
-        the block (`PostedWrites.write_pushes`), only depth and top move here."""
+    def push(self, leaf: dict, value, mask):
+        """(new leaf, overflow flag): the old top saved in the active rows of the stack."""
         ops = self.ops
         depth = leaf["depth"]
         capacity = leaf["stack"].shape[0]
         overflow = ops.any(mask & (depth >= capacity))
         target = ops.where(mask, depth, capacity)  # out of range: the row is not written
-        if written_before:
-            stack = leaf["stack"]  # see `PostedWrites.write_pushes`
-        else:
-            stack = ops.scatter_rows(leaf["stack"], target, leaf["top"], leaf.get("rows"))
+        stack = ops.scatter_rows(leaf["stack"], target, leaf["top"], leaf.get("rows"))
         new_depth = ops.where(mask, ops.minimum(depth + 1, capacity), depth)
         top = ops.where(mask, value, leaf["top"])
         return dict(leaf, top=top, stack=stack, depth=new_depth), overflow
@@ -500,7 +317,6 @@ class StagedMachine:
             "overflow": ops.false(),
             "overflow_block": ops.scalar_int(-1),
             "steps": ops.scalar_int(0),
-            "posted": self.posted.empty(),
         }
         if self.plan is not None:
             state["wait"] = policy.initial_wait(ops, self.plan)
@@ -538,17 +354,7 @@ class StagedMachine:
                 s = dict(
                     s, live_sum=s["live_sum"] + ops.float(ops.count(s["pc"]["top"] < self.halt))
                 )
-            s = dict(s, posted=self.posted.empty())
-            s = self.posted.write_pushes(s, block)
-            entry_pc = s["pc"]["top"]
-            if self.ports is None:
-                s = ops.switch(block, self.blocks, s)
-            else:
-                rest, ports, flags = ops.switch(block, self.blocks, s, passes_through=False)
-                s = self.ports.restore(ops, block, s, rest, ports, flags)
-            s = self.posted.apply(s)
-            if self.hoisted:
-                s = self.hoisted.apply(self, s, block, entry_pc)
+            s = ops.switch(block, self.blocks, s)
             if self.refill is not None:
                 s = self.refill.after_step(s)
             return dict(s, steps=s["steps"] + 1)
@@ -656,7 +462,7 @@ def _traced(staged: StagedMachine, backend):
     def run(inputs, live=None):
         backend.traces += 1  # runs only while tracing: counts compilations
         outputs, final = staged.run(inputs, live)
-        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "posted", "refill")}
+        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "refill")}
         info["pc"] = final["pc"]["top"]
         return outputs, info
 

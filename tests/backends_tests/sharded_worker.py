@@ -377,9 +377,14 @@ def check_nuts(devices: int) -> None:
     def chains_sharded():
         one = nuts.sample(log_prob, start, **settings, backend=pcbatch_jax())
         split = nuts.sample(log_prob, start, **settings, backend=sharded(devices))
-        for field in ("samples", "num_leapfrogs", "tree_depth", "diverging", "accept_prob",
-                      "step_size", "inverse_mass"):
+        # XLA compiles a kernel per batch width, and may contract multiply-adds
+        # differently in each: floats agree to rounding, counts and flags exactly.
+        for field in ("num_leapfrogs", "tree_depth", "diverging"):
             assert_identical(np.asarray(getattr(split, field)), np.asarray(getattr(one, field)))
+        for field in ("samples", "accept_prob", "step_size", "inverse_mass"):
+            a, e = np.asarray(getattr(split, field)), np.asarray(getattr(one, field))
+            assert a.dtype == e.dtype
+            np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-12)
         assert split.gradient_evaluations > 0 and split.leapfrog_steps == one.leapfrog_steps
 
     report("nuts_chains_sharded", chains_sharded)
