@@ -39,7 +39,6 @@ from pcbatch.ir.nodes import (
     PushGotoOp,
 )
 from pcbatch.ir.types import (
-    TensorType,
     VariableAllocation,
     flatten,
     is_pattern_node,
@@ -49,7 +48,6 @@ from pcbatch.ir.types import (
 from pcbatch.vm import compact, policy
 
 PC = "__pc__"
-_INDEX = TensorType(np.dtype(np.int32), ())
 
 
 @dataclasses.dataclass(frozen=True)
