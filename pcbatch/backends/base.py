@@ -97,9 +97,9 @@ def guarded_switch(ops, index: Any, branches: Sequence[Callable], state: Any):
     XLA gives every output of a conditional a buffer of its own, so a branch that
     passes a register through, or updates a stack in place, copies it. A while
     loop's state is updated in place instead: a loop whose body runs once or not at
-    all is a conditional that copies nothing. Measured on NUTS (1,000 chains,
-    100-D, JAX on CPU): 2.0 s against 6.7 s for the same five draws, with write
-    ports and posted writes no longer needed. At a node of the tree the two halves
+    all is a conditional that copies nothing. Measured on NUTS (1,000 chains x
+    20 draws, 100-D, JAX on CPU, warm): 3.7 s against 13.6 s with two-way ``lax.cond``
+    and write ports, and no ports or posted writes are needed. At a node of the tree the two halves
     each sit in such a loop, entered when ``index`` lies in that half: a step tests
     about 2 log2(N) predicates.
     """
