@@ -208,9 +208,6 @@ class JaxBackend:
         rows = jnp.arange(stack.shape[1]) if rows is None else jnp.clip(rows, 0, stack.shape[1] - 1)
         return stack[jnp.clip(depth, 0, stack.shape[0] - 1), rows]
 
-    def broadcast_to(self, value, shape):
-        return jnp.broadcast_to(value, shape)
-
     def arange(self, size: int):
         return jnp.arange(size, dtype=self.index_dtype)
 
@@ -220,10 +217,6 @@ class JaxBackend:
         rows = jnp.arange(size)
         if mask is not None:
             rows = jnp.where(mask, rows, size)  # out of range: dropped
-        return self.set_item_rows(setitem, target, value, indices, rows)
-
-    def set_item_rows(self, setitem, target, value, indices, rows):
-        """``target[rows, *index] = value``; rows out of range are not written."""
         dims = target.shape[1:]
         wrap = lambda i, axis: jnp.where(i < 0, i + dims[axis], i)
         key = setitem.key(rows, [jnp.asarray(i) for i in indices], wrap)

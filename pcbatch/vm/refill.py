@@ -74,8 +74,9 @@ def start_order(priority, count: int, function: str) -> np.ndarray | None:
     if values.shape != (count,):
         raise ValueError(f"{usage}: shape ({count},) for {count} inputs, got {values.shape}")
     values = values.astype(np.float64)
-    if np.isnan(values).any():
-        raise ValueError(f"{usage}; input {int(np.flatnonzero(np.isnan(values))[0])} has NaN")
+    nan = np.flatnonzero(np.isnan(values))
+    if nan.size:
+        raise ValueError(f"{usage}; input {int(nan[0])} has NaN")
     return np.argsort(-values, kind="stable")
 
 
