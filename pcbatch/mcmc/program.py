@@ -107,12 +107,12 @@ def build(
     def nuts_draw(q, logp, grad, step, inv_mass, seed, chain, draw):
         p = momentum(inv_mass, seed, chain, draw, rnd.MOMENTUM)
         energy0 = trees.kinetic_energy(p, inv_mass) - logp
-        tree = trees.root(q, p, logp, grad)
+        trajectory = trees.root(q, p, logp, grad)
         depth = 0
         while depth < max_tree_depth:
             coin = rnd.uniform(seed, chain, draw, rnd.DIRECTION, depth, energy0.dtype)
             direction = np.sign(coin - 0.5)  # -1 or +1 in q's dtype (coins are never 0.5)
-            q0, p0, grad0 = trees.start_of(tree, direction)
+            q0, p0, grad0 = trees.start_of(trajectory, direction)
             subtree = build_tree(
                 q0,
                 p0,
@@ -125,22 +125,22 @@ def build(
                 seed,
                 chain,
                 draw,
-                tree.num_leapfrogs,
+                trajectory.num_leapfrogs,
             )
             u = rnd.uniform(seed, chain, draw, rnd.ACCEPT, depth, energy0.dtype)
-            tree = trees.extend_trajectory(tree, subtree, direction, u, inv_mass)
+            trajectory = trees.extend_trajectory(trajectory, subtree, direction, u, inv_mass)
             depth = depth + 1
-            if tree.turning or tree.diverging:
+            if trajectory.turning or trajectory.diverging:
                 break
-        steps_taken = np.maximum(tree.num_leapfrogs, 1).astype(energy0.dtype)
-        mean_accept = tree.sum_accept / steps_taken
+        steps_taken = np.maximum(trajectory.num_leapfrogs, 1).astype(energy0.dtype)
+        mean_accept = trajectory.sum_accept / steps_taken
         return (
-            tree.q_proposal,
-            tree.logp_proposal,
-            tree.grad_proposal,
-            tree.num_leapfrogs,
+            trajectory.q_proposal,
+            trajectory.logp_proposal,
+            trajectory.grad_proposal,
+            trajectory.num_leapfrogs,
             depth,
-            tree.diverging,
+            trajectory.diverging,
             mean_accept,
         )
 
@@ -167,11 +167,12 @@ def build(
         )
         if first.turning or first.diverging:
             return first
-        q0, p0, grad0 = trees.start_of(first, direction)
+        # Only what the merge reads of the first half stays live across the second call.
+        kept = trees.first_half(first)
         second = build_tree(
-            q0,
-            p0,
-            grad0,
+            first.q_outer,
+            first.p_outer,
+            first.grad_outer,
             direction,
             depth - 1,
             step,
@@ -180,10 +181,10 @@ def build(
             seed,
             chain,
             draw,
-            first_leaf + first.num_leapfrogs,
+            first_leaf + kept.num_leapfrogs,
         )
         u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf * 32 + depth, energy0.dtype)
-        return trees.merge_subtrees(first, second, direction, u, inv_mass)
+        return trees.merge_subtrees(kept, second, u, inv_mass)
 
     @ctx.batch
     def find_step_size(q, logp, grad, step, inv_mass, seed, chain, draw):

@@ -1,17 +1,26 @@
-"""NUTS trajectory trees for ONE chain: the per-chain arithmetic the sampler's program uses.
+"""NUTS trajectories for ONE chain: the per-chain arithmetic the sampler's program uses.
 
-A `Tree` is a stretch of a Hamiltonian trajectory: its two ends in trajectory
-order (``minus`` = earliest in time, ``plus`` = latest), the state proposed from
-it, the log of its total weight, ``rho`` (the sum of the momenta of all its
-states) and counters. Weights are relative to the energy of the draw's first
-state, so a state's log weight is ``energy0 - energy``.
+A `Trajectory` is the draw's whole stretch of Hamiltonian trajectory so far: its
+two ends in time order (``minus`` = earliest, ``plus`` = latest), the state
+proposed from it, the log of its total weight, ``rho`` (the sum of the momenta
+of all its states) and counters. A `Subtree` is a stretch grown from one end of
+the trajectory, in one direction; it is kept by its ends in *growth* order
+(``inner`` = the end next to where it started, ``outer`` = the end it grew to).
+Growth order makes merging two halves of a subtree independent of the
+direction: the merged subtree's inner end is the first half's and its outer end
+the second half's, so the recursive tree build selects no end by direction and
+carries only the momentum of its inner end (nothing ever grows from there).
+Weights are relative to the energy of the draw's first state, so a state's log
+weight is ``energy0 - energy``.
 
 Multinomial sampling: inside a subtree a state is kept with probability
 proportional to its weight; when a new subtree joins the trajectory its
 proposal wins with probability min(1, w_new / w_old) (biased progressive
 sampling, Betancourt 2017, appendix A.3.2). The no-U-turn test is the
 generalized criterion on momenta, with Stan's two extra checks across the
-seam of every merge.
+seam of every merge. The criterion only asks whether both end momenta point
+along ``rho``, so it is the same whichever end is earlier in time; what matters
+is which end is *far* from the seam and which is *near* it.
 
 Everything here is straight-line NumPy (selections with ``np.where``, no
 Python branching on values), so pcbatch runs it as batched primitives.
@@ -26,22 +35,39 @@ import numpy as np
 #: an energy error above this marks the transition divergent (Stan's and NumPyro's value)
 MAX_ENERGY_ERROR = 1000.0
 
-Tree = collections.namedtuple(
-    "Tree",
+_PROPOSAL_AND_COUNTS = [
+    "q_proposal",
+    "logp_proposal",
+    "grad_proposal",
+    "log_weight",
+    "rho",
+    "turning",
+    "diverging",
+    "num_leapfrogs",
+    "sum_accept",
+]
+
+Trajectory = collections.namedtuple(
+    "Trajectory",
+    ["q_minus", "p_minus", "grad_minus", "q_plus", "p_plus", "grad_plus"]
+    + _PROPOSAL_AND_COUNTS,
+)
+
+Subtree = collections.namedtuple(
+    "Subtree", ["q_outer", "p_outer", "grad_outer", "p_inner"] + _PROPOSAL_AND_COUNTS
+)
+
+#: what the tree build keeps of a subtree's first half while it builds the second
+FirstHalf = collections.namedtuple(
+    "FirstHalf",
     [
-        "q_minus",
-        "p_minus",
-        "grad_minus",
-        "q_plus",
-        "p_plus",
-        "grad_plus",
+        "p_inner",
+        "p_outer",
         "q_proposal",
         "logp_proposal",
         "grad_proposal",
         "log_weight",
         "rho",
-        "turning",
-        "diverging",
         "num_leapfrogs",
         "sum_accept",
     ],
@@ -53,102 +79,84 @@ def kinetic_energy(p, inv_mass):
 
 
 def leaf(q, p, logp, grad, energy0, inv_mass):
-    """The one-state tree after a leapfrog step; divergent if the energy error is huge or NaN."""
+    """The one-state subtree after a leapfrog step; divergent if the energy error is huge or NaN."""
     error = kinetic_energy(p, inv_mass) - logp - energy0
     diverging = np.logical_not(error <= MAX_ENERGY_ERROR)
     log_weight = np.where(np.isnan(error), -np.inf, -error)
     accept = np.where(np.isnan(error), 0.0, np.minimum(1.0, np.exp(np.minimum(-error, 0.0))))
     one = np.ones_like(diverging, dtype=np.int32)
-    return Tree(
-        q,
-        p,
-        grad,
-        q,
-        p,
-        grad,
-        q,
-        logp,
-        grad,
-        log_weight,
-        p,
-        diverging & False,
-        diverging,
-        one,
-        accept,
+    return Subtree(
+        q, p, grad, p, q, logp, grad, log_weight, p, diverging & False, diverging, one, accept
     )
 
 
 def root(q, p, logp, grad):
-    """The trajectory's first state, as a tree of no leapfrog steps and log weight 0."""
+    """The draw's first state, as a trajectory of no leapfrog steps and log weight 0."""
     zero = logp * 0.0
     no = np.zeros_like(zero, dtype=bool)
-    return Tree(
-        q,
-        p,
-        grad,
-        q,
-        p,
-        grad,
-        q,
-        logp,
-        grad,
-        zero,
-        p,
-        no,
-        no,
-        np.zeros_like(zero, dtype=np.int32),
-        zero,
-    )
+    none = np.zeros_like(zero, dtype=np.int32)
+    return Trajectory(q, p, grad, q, p, grad, q, logp, grad, zero, p, no, no, none, zero)
 
 
-def start_of(tree, direction):
+def start_of(trajectory, direction):
     """The end a new subtree grows from: ``plus`` forward in time, ``minus`` backward."""
     forward = direction > 0
     return (
-        np.where(forward, tree.q_plus, tree.q_minus),
-        np.where(forward, tree.p_plus, tree.p_minus),
-        np.where(forward, tree.grad_plus, tree.grad_minus),
+        np.where(forward, trajectory.q_plus, trajectory.q_minus),
+        np.where(forward, trajectory.p_plus, trajectory.p_minus),
+        np.where(forward, trajectory.grad_plus, trajectory.grad_minus),
     )
 
 
-def _no_u_turn(p_left, p_right, rho, inv_mass):
-    return (np.sum(inv_mass * p_left * rho) > 0) & (np.sum(inv_mass * p_right * rho) > 0)
-
-
-def _turning(p_left_minus, p_left_plus, rho_left, p_right_minus, p_right_plus, rho_right, inv_mass):
-    """The generalized criterion over left + right (trajectory order), with Stan's extra
-    checks: each half extended by the first state across the seam."""
-    rho = rho_left + rho_right
-    whole = _no_u_turn(p_left_minus, p_right_plus, rho, inv_mass)
-    left_extended = _no_u_turn(p_left_minus, p_right_minus, rho_left + p_right_minus, inv_mass)
-    right_extended = _no_u_turn(p_left_plus, p_right_plus, rho_right + p_left_plus, inv_mass)
-    return np.logical_not(whole & left_extended & right_extended)
-
-
-def _joined(first, second, direction, take_second, log_weight, inv_mass):
-    """``second`` (grown from ``first`` in ``direction``) and ``first`` as one tree."""
-    forward = direction > 0
-    left = lambda a, b: np.where(forward, a, b)  # the earlier-in-time tree's value
-    right = lambda a, b: np.where(forward, b, a)
-    turning = _turning(
-        left(first.p_minus, second.p_minus),
-        left(first.p_plus, second.p_plus),
-        left(first.rho, second.rho),
-        right(first.p_minus, second.p_minus),
-        right(first.p_plus, second.p_plus),
-        right(first.rho, second.rho),
-        inv_mass,
+def first_half(subtree):
+    """The part of a subtree's first half that merging it with the second half reads."""
+    return FirstHalf(
+        subtree.p_inner,
+        subtree.p_outer,
+        subtree.q_proposal,
+        subtree.logp_proposal,
+        subtree.grad_proposal,
+        subtree.log_weight,
+        subtree.rho,
+        subtree.num_leapfrogs,
+        subtree.sum_accept,
     )
-    return Tree(
-        left(first.q_minus, second.q_minus),
-        left(first.p_minus, second.p_minus),
-        left(first.grad_minus, second.grad_minus),
-        right(first.q_plus, second.q_plus),
-        right(first.p_plus, second.p_plus),
-        right(first.grad_plus, second.grad_plus),
-        np.where(take_second, second.q_proposal, first.q_proposal),
-        np.where(take_second, second.logp_proposal, first.logp_proposal),
-        np.where(take_second, second.grad_proposal, first.grad_proposal),
+
+
+def _no_u_turn(p_one_end, p_other_end, rho, inv_mass):
+    return (np.sum(inv_mass * p_one_end * rho) > 0) & (np.sum(inv_mass * p_other_end * rho) > 0)
+
+
+def _turning(p_far, p_near, rho_old, new, inv_mass):
+    """The generalized criterion over an old stretch (ends ``p_far`` and ``p_near``, the
+    latter at the seam) joined by ``new`` grown from its near end, with Stan's extra
+    checks: each part extended by the first state across the seam."""
+    whole = _no_u_turn(p_far, new.p_outer, rho_old + new.rho, inv_mass)
+    old_extended = _no_u_turn(p_far, new.p_inner, rho_old + new.p_inner, inv_mass)
+    new_extended = _no_u_turn(p_near, new.p_outer, new.rho + p_near, inv_mass)
+    return np.logical_not(whole & old_extended & new_extended)
+
+
+def _proposal(take_new, new, old):
+    return (
+        np.where(take_new, new.q_proposal, old.q_proposal),
+        np.where(take_new, new.logp_proposal, old.logp_proposal),
+        np.where(take_new, new.grad_proposal, old.grad_proposal),
+    )
+
+
+def merge_subtrees(first, second, uniform, inv_mass):
+    """A subtree from its two halves (``first`` a `FirstHalf`, ``second`` grown from its
+    outer end): the proposal drawn in proportion to the halves' weights."""
+    log_weight = np.logaddexp(first.log_weight, second.log_weight)
+    take_second = uniform < np.exp(second.log_weight - log_weight)
+    turning = _turning(first.p_inner, first.p_outer, first.rho, second, inv_mass)
+    return Subtree(
+        second.q_outer,
+        second.p_outer,
+        second.grad_outer,
+        first.p_inner,
+        *_proposal(take_second, second, first),
         log_weight,
         first.rho + second.rho,
         turning | second.turning,
@@ -158,24 +166,38 @@ def _joined(first, second, direction, take_second, log_weight, inv_mass):
     )
 
 
-def merge_subtrees(first, second, direction, uniform, inv_mass):
-    """Two halves of a subtree: the proposal drawn in proportion to the halves' weights."""
-    log_weight = np.logaddexp(first.log_weight, second.log_weight)
-    take_second = uniform < np.exp(second.log_weight - log_weight)
-    return _joined(first, second, direction, take_second, log_weight, inv_mass)
-
-
-def extend_trajectory(tree, subtree, direction, uniform, inv_mass):
-    """The trajectory grown by ``subtree``: biased progressive sampling of the proposal.
+def extend_trajectory(trajectory, subtree, direction, uniform, inv_mass):
+    """The trajectory grown by ``subtree`` in ``direction``: biased progressive sampling of
+    the proposal.
 
     A subtree that turned or diverged inside is not joined (its states are never
     proposed); the trajectory stops with its counters added.
     """
+    forward = direction > 0
     rejected = subtree.turning | subtree.diverging
-    log_weight = np.logaddexp(tree.log_weight, subtree.log_weight)
-    take_new = (uniform < np.exp(subtree.log_weight - tree.log_weight)) & ~rejected
-    joined = _joined(tree, subtree, direction, take_new, log_weight, inv_mass)
-    return joined._replace(
-        log_weight=np.where(rejected, tree.log_weight, log_weight),
-        turning=np.where(rejected, subtree.turning, joined.turning),
+    log_weight = np.logaddexp(trajectory.log_weight, subtree.log_weight)
+    take_new = (uniform < np.exp(subtree.log_weight - trajectory.log_weight)) & ~rejected
+    p_far = np.where(forward, trajectory.p_minus, trajectory.p_plus)
+    p_near = np.where(forward, trajectory.p_plus, trajectory.p_minus)
+    turning = _turning(p_far, p_near, trajectory.rho, subtree, inv_mass)
+    # The subtree's outer end replaces the trajectory's near end.
+    minus = lambda old, outer: np.where(forward, old, outer)
+    plus = lambda old, outer: np.where(forward, outer, old)
+    ends = (
+        minus(trajectory.q_minus, subtree.q_outer),
+        minus(trajectory.p_minus, subtree.p_outer),
+        minus(trajectory.grad_minus, subtree.grad_outer),
+        plus(trajectory.q_plus, subtree.q_outer),
+        plus(trajectory.p_plus, subtree.p_outer),
+        plus(trajectory.grad_plus, subtree.grad_outer),
+    )
+    return Trajectory(
+        *ends,
+        *_proposal(take_new, subtree, trajectory),
+        np.where(rejected, trajectory.log_weight, log_weight),
+        trajectory.rho + subtree.rho,
+        np.where(rejected, subtree.turning, turning | subtree.turning),
+        subtree.diverging,
+        trajectory.num_leapfrogs + subtree.num_leapfrogs,
+        trajectory.sum_accept + subtree.sum_accept,
     )
