@@ -160,11 +160,28 @@ class _Inference:
         known = getattr(op.function, "result_type", None)  # e.g. a host callback's
         if known is not None:
             return known
+        example_types = getattr(self.backend, "example_result_types", None)
+        if op.per_example and example_types is not None:
+            # This backend's vectorizer costs more to trace than one example does.
+            types = self.traced_types(op, example_types, in_types)
+            if types is not None:
+                return Type(types)
         function = op.batched_function(self.backend)
-        results = [self.dummy_run(op, function, in_types, batch) for batch in _DUMMY_BATCHES]
         if op.per_example:  # every result leads with the batch (or 1): drop it
-            return Type(map_pattern(_drop_batch(self.backend), results[0]))
+            result = self.dummy_run(op, function, in_types, _DUMMY_BATCHES[0])
+            return Type(map_pattern(_drop_batch(self.backend), result))
+        results = [self.dummy_run(op, function, in_types, batch) for batch in _DUMMY_BATCHES]
         return Type(self.strip_batch(op, results[0], results[1], op.vars_out))
+
+    def traced_types(self, op: PrimOp, example_types, in_types: Sequence[Type]) -> Any:
+        try:
+            return example_types(self.backend.adapt(op.function), in_types)
+        except Exception as error:
+            raise TypeInferenceError(
+                f"primitive {op.label!r}{where(op.loc)} failed when traced on one example of "
+                f"types {list(in_types)}, so its result type is unknown: "
+                f"{type(error).__name__}: {error}. {_advice(error)}"
+            ) from error
 
     def dummy_run(self, op: PrimOp, function, in_types: Sequence[Type], batch: int) -> Any:
         """The primitive's result on dummy inputs: ones, or zeros if ones make it fail."""
@@ -258,18 +275,6 @@ class _Inference:
                                 "ever produces a value (e.g. a recursion with no base case, "
                                 "or a branch that never returns)"
                             )
-
-
-def _drop_batch(backend):
-    def drop(value) -> TensorType:
-        t = backend.type_of(value)
-        return TensorType(t.dtype, tuple(t.shape[1:]))
-
-    return drop
-
-
-def _with_batch(t: Type, batch: int) -> Type:
-    return Type(map_pattern(lambda leaf: TensorType(leaf.dtype, (batch, *leaf.shape)), t.tensors))
 
 
 def _drop_batch(backend):
