@@ -241,16 +241,20 @@ def _local(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def leads_with_batch(leaf, type_) -> bool:
+    """Whether an argument ``leaf`` has a batch dimension before its per-example shape."""
+    return len(np.shape(leaf)) > len(type_.shape)
+
+
 def batch_size_of(program: Program, args: Sequence) -> int:
     """The common batch size; arguments without a batch dimension (or size 1) broadcast."""
     size, first = 1, None
     for name, arg in zip(program.vars_in, args):
         type_ = program.var_types[name]
         for leaf, t in zip(flatten(arg), flatten(type_.tensors)):
-            leaf = np.asarray(leaf) if not hasattr(leaf, "shape") else leaf
-            if len(leaf.shape) == len(t.shape):
+            if not leads_with_batch(leaf, t):
                 continue  # a per-example value: broadcast to every thread
-            n = int(leaf.shape[0])
+            n = int(np.shape(leaf)[0])
             if n == 1 or n == size:
                 continue
             if size != 1:

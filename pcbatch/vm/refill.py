@@ -135,8 +135,8 @@ def _rows(program: Program, args, count: int, index: np.ndarray, take) -> list:
     """Each argument's rows ``index`` (an argument every input shares stays as it is)."""
 
     def pick(t, leaf):
-        shape = np.shape(leaf)
-        return take(leaf, index) if len(shape) > len(t.shape) and shape[0] == count else leaf
+        batched = machine.leads_with_batch(leaf, t) and np.shape(leaf)[0] == count
+        return take(leaf, index) if batched else leaf
 
     return [
         map_pattern(pick, program.var_types[name].tensors, arg)

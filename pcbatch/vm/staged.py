@@ -377,11 +377,12 @@ class StagedMachine:
 
 def _with_batch_dims(program: Program, args) -> list:
     """Each argument leaf with a leading batch dimension (size 1 for per-example values)."""
+    from pcbatch.vm import machine
     inputs = []
     for name, arg in zip(program.vars_in, args):
         types = flatten(program.var_types[name].tensors)
         leaves = [
-            leaf if len(np.shape(leaf)) > len(t.shape) else np.asarray(leaf)[None]
+            leaf if machine.leads_with_batch(leaf, t) else np.asarray(leaf)[None]
             for leaf, t in zip(flatten(arg), types)
         ]
         inputs.append(_unflatten(program.var_types[name].tensors, leaves))
