@@ -217,7 +217,9 @@ def test_priority_starts_the_longest_inputs_first(backend_name):
     longest, shortest = profiles["longest first"], profiles["shortest"]
     assert longest.occupancy > 0.95 > profiles["input order"].occupancy
     assert longest.block_executions < profiles["input order"].block_executions
-    assert longest.block_executions < shortest.block_executions / 2
+    # Measured on NumPy: 10,509 steps against 18,242 (10,966 against 28,971 before jump
+    # threading took the base-case test into every call).
+    assert longest.block_executions < shortest.block_executions / 1.5
     assert longest.primitive_lanes == shortest.primitive_lanes  # the same work, reordered
 
 

@@ -189,11 +189,18 @@ class ReturnOp:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PushGotoOp:
-    """Lowered IR: pushes ``return_target`` on the program-counter stack, goes to ``target``."""
+    """Lowered IR: pushes ``return_target`` on the program-counter stack, goes to ``target``.
+
+    With ``cond_var`` (a call whose callee starts by branching, threaded by
+    `pcbatch.passes.thread_jumps`): goes to ``target`` where ``cond_var`` is true and
+    to ``false_target`` elsewhere.
+    """
 
     return_target: str
     target: str
     loc: SourceLoc | None = None
+    cond_var: str | None = None
+    false_target: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -221,7 +228,8 @@ def successors(terminator) -> tuple:
     if isinstance(terminator, GotoOp):
         return (terminator.target,)
     if isinstance(terminator, PushGotoOp):
-        return (terminator.target, terminator.return_target)
+        targets = (terminator.target, terminator.false_target, terminator.return_target)
+        return tuple(t for t in targets if t is not None)
     return ()
 
 
@@ -230,6 +238,8 @@ def reads(op) -> tuple:
     if isinstance(op, (PrimOp, FunctionCallOp)):
         return tuple(op.vars_in)
     if isinstance(op, BranchOp):
+        return (op.cond_var,)
+    if isinstance(op, PushGotoOp) and op.cond_var is not None:
         return (op.cond_var,)
     return ()
 

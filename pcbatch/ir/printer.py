@@ -121,6 +121,11 @@ def format_instruction(op: Any, program: Program | None = None) -> str:
         return f"goto {op.target}"
     if isinstance(op, ReturnOp):
         return "return"
+    if isinstance(op, PushGotoOp) and op.cond_var is not None:
+        return (
+            f"push_branch {op.cond_var} then {op.target} else {op.false_target} "
+            f"(return to {op.return_target})"
+        )
     if isinstance(op, PushGotoOp):
         return f"push_goto {op.target} (return to {op.return_target})"
     if isinstance(op, IndirectGotoOp):

@@ -35,7 +35,7 @@ def _rename_op(op, mapping: Mapping):
         )
     if isinstance(op, PopOp):
         return dataclasses.replace(op, vars=tuple(name(v) for v in op.vars))
-    if isinstance(op, BranchOp):
+    if isinstance(op, BranchOp) or getattr(op, "cond_var", None) is not None:
         return dataclasses.replace(op, cond_var=name(op.cond_var))
     return op
 

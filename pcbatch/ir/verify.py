@@ -50,6 +50,7 @@ from pcbatch.ir.nodes import (
     PushGotoOp,
     ReturnOp,
     reads,
+    successors,
     writes,
 )
 from pcbatch.ir.printer import format_instruction
@@ -185,25 +186,15 @@ def _check_terminator(site: _Site, terminator: Any, graph: ControlFlowGraph, all
     if not isinstance(terminator, allowed):
         kind = "a lowered" if site.program.lowered else "a structured"
         site.fail(f"{type(terminator).__name__} cannot end a block of {kind} program", terminator)
-    for target in _targets(terminator):
+    # A PushGotoOp's return target counts too: it must name a block of this graph.
+    for target in successors(terminator):
         if target not in graph:
             site.fail(f"jumps to unknown block {target!r}", terminator)
-    if isinstance(terminator, BranchOp):
+    if getattr(terminator, "cond_var", None) is not None:
         _check_condition(site, terminator)
 
 
-def _targets(terminator: Any) -> tuple:
-    # PushGotoOp's return target counts too: it must name a block of this graph.
-    if isinstance(terminator, PushGotoOp):
-        return (terminator.target, terminator.return_target)
-    if isinstance(terminator, BranchOp):
-        return (terminator.true_target, terminator.false_target)
-    if isinstance(terminator, GotoOp):
-        return (terminator.target,)
-    return ()
-
-
-def _check_condition(site: _Site, branch: BranchOp) -> None:
+def _check_condition(site: _Site, branch) -> None:
     types = site.program.var_types
     if not site.typed:
         return

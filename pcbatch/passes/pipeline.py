@@ -21,6 +21,7 @@ from pcbatch.passes import (
     schedule,
     stack_opt,
     tail_calls,
+    thread_jumps,
 )
 
 
@@ -43,6 +44,7 @@ PASSES = (
     ("allocate", allocate.run),
     ("lower_calls", lower_calls.run),
     ("stack_opt", stack_opt.run),
+    ("thread_jumps", thread_jumps.run),
     ("order_blocks", order_blocks.run),
 )
 

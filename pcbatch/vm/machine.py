@@ -189,21 +189,30 @@ def _run_pop(run: _Run, op: PopOp, lanes, env: dict) -> None:
         run.variables[name] = map_pattern(lambda var: var.pop(lanes), run.variables[name])
 
 
+def _choose(run: _Run, cond_var: str, if_true: str, if_false: str, lanes, env: dict):
+    """Each lane's next block: ``if_true`` where ``cond_var`` holds, else ``if_false``."""
+    index = run.program.graph.index
+    cond = _read(run, cond_var, lanes, env)
+    if getattr(cond, "dtype", None) != np.bool_:
+        cond = cond != 0
+    return run.backend.select(cond, index(if_true), index(if_false))
+
+
 def _run_terminator(run: _Run, term, lanes, env: dict) -> None:
     index = run.program.graph.index
     # NumPy assignment broadcasts and casts program counters itself.
     place = lambda value: value
     if isinstance(term, BranchOp):
-        cond = _read(run, term.cond_var, lanes, env)
-        if getattr(cond, "dtype", None) != np.bool_:
-            cond = cond != 0
-        target = run.backend.select(cond, index(term.true_target), index(term.false_target))
+        target = _choose(run, term.cond_var, term.true_target, term.false_target, lanes, env)
         run.pc = run.pc.update(place(target), lanes)
     elif isinstance(term, GotoOp):
         run.pc = run.pc.update(place(index(term.target)), lanes)
     elif isinstance(term, PushGotoOp):
+        target = index(term.target)
+        if term.cond_var is not None:
+            target = _choose(run, term.cond_var, term.target, term.false_target, lanes, env)
         run.pc = run.pc.update(place(index(term.return_target)), lanes)
-        run.pc = run.pc.push(place(index(term.target)), lanes)
+        run.pc = run.pc.push(place(target), lanes)
     elif isinstance(term, IndirectGotoOp):
         run.pc = run.pc.pop(lanes)
     elif isinstance(term, HaltOp):

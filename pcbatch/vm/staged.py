@@ -246,17 +246,20 @@ class StagedMachine:
         ops, index = self.ops, self.program.graph.index
         pc = state["pc"]
         const = lambda i: ops.full_pc(self.layout.batch_size, i)
+        choose = lambda cond_var, if_true, if_false: ops.where(
+            ops.truth(read(state, env, cond_var)), const(index(if_true)), const(index(if_false))
+        )
         if isinstance(term, BranchOp):
-            cond = ops.truth(read(state, env, term.cond_var))
-            target = ops.where(
-                cond, const(index(term.true_target)), const(index(term.false_target))
-            )
+            target = choose(term.cond_var, term.true_target, term.false_target)
             pc = dict(pc, top=ops.where(mask, target, pc["top"]))
         elif isinstance(term, GotoOp):
             pc = dict(pc, top=ops.where(mask, const(index(term.target)), pc["top"]))
         elif isinstance(term, PushGotoOp):
+            target = const(index(term.target))
+            if term.cond_var is not None:
+                target = choose(term.cond_var, term.target, term.false_target)
             pc = dict(pc, top=ops.where(mask, const(index(term.return_target)), pc["top"]))
-            pc, overflow = self.push(pc, const(index(term.target)), mask)
+            pc, overflow = self.push(pc, target, mask)
             state = self.flag_overflow(state, overflow, self.program.graph.index(term.target))
         elif isinstance(term, IndirectGotoOp):
             pc = self.pop(pc, mask)

@@ -1,5 +1,5 @@
 """Unit tests of the analyses and passes: liveness with loops, allocation, tail calls,
-pop-push fusion, type-inference errors, and the VM's argument checks."""
+pop-push fusion, jump threading, type-inference errors, and the VM's argument checks."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import pcbatch
 from pcbatch import dsl
 from pcbatch.analysis.liveness import block_liveness
-from pcbatch.ir.nodes import GotoOp, PopOp, PrimOp, PushGotoOp
+from pcbatch.ir.nodes import Block, BranchOp, GotoOp, PopOp, PrimOp, PushGotoOp, sync_label
 from pcbatch.ir.types import TensorType, VariableAllocation
-from pcbatch.passes import pipeline
-from pcbatch.vm import reference, runner
+from pcbatch.passes import order_blocks, pipeline, thread_jumps
+from pcbatch.vm import machine, reference, runner
 from tests.backends import backend, backend_param
 from tests.programs.corpus import CORPUS_BY_NAME
 
@@ -102,10 +102,13 @@ def test_an_unsaved_parameter_keeps_its_value_across_calls(backend_name, passes_
 
 
 def test_mutual_tail_calls_jump_without_pushing():
-    lowered = _lowered(CORPUS_BY_NAME["even_odd"].build(), INT)
-    terminators = [b.terminator for b in lowered.graph]
-    assert not any(isinstance(t, PushGotoOp) for t in terminators)
-    assert sum(isinstance(t, GotoOp) for t in terminators) >= 2
+    program = CORPUS_BY_NAME["even_odd"].build()
+    backend_ = pcbatch.NumpyBackend()
+    jumps = pipeline.compile_program(program, [INT], backend_, stop_after="stack_opt")
+    assert sum(isinstance(b.terminator, GotoOp) for b in jumps.graph) >= 2
+    # Jump threading then takes each callee's entry test into the jump: no goto is left.
+    lowered = _lowered(program, INT)
+    assert not any(isinstance(b.terminator, (PushGotoOp, GotoOp)) for b in lowered.graph)
     result = runner.run(CORPUS_BY_NAME["even_odd"].build(), [np.arange(200)], max_stack_depth=1)
     np.testing.assert_array_equal(result, np.arange(200) % 2 == 0)
 
@@ -222,3 +225,41 @@ def test_stackless_parallel_assignment_swaps():
         x, y = runner.run(mb.program("main"), [a, b], stackless=stackless)
         np.testing.assert_array_equal(x, b)
         np.testing.assert_array_equal(y, a)
+
+
+def _steps_and_result(lowered, args):
+    with pcbatch.profile() as prof:
+        result = machine.execute(lowered, args, backend=pcbatch.NumpyBackend())
+    return prof.block_executions, result
+
+
+@pytest.mark.parametrize("name, args", [("fib", [np.arange(14)]), ("collatz", [np.arange(1, 40)])])
+def test_jump_threading_saves_steps_and_changes_no_result(name, args):
+    """Each call of fib takes the base-case test along (a conditional call); collatz's
+    back edge takes the loop test along, so the loop body branches to itself."""
+    program, numpy_backend = CORPUS_BY_NAME[name].build(), pcbatch.NumpyBackend()
+    sig = runner.signature_of(args)
+    threaded = pipeline.compile_program(program, sig, numpy_backend)
+    before = pipeline.compile_program(program, sig, numpy_backend, stop_after="stack_opt")
+    unthreaded = order_blocks.run(before, pipeline.PassContext(numpy_backend, sig))
+    calls = [b.terminator for b in threaded.graph if isinstance(b.terminator, PushGotoOp)]
+    assert all(call.cond_var is not None for call in calls)
+    steps, result = _steps_and_result(threaded, args)
+    steps_before, result_before = _steps_and_result(unthreaded, args)
+    typed = pipeline.compile_program(program, sig, numpy_backend, stop_after="infer_types")
+    np.testing.assert_array_equal(result, reference.run_batch(typed, args))
+    np.testing.assert_array_equal(result, result_before)
+    assert steps < 0.8 * steps_before
+
+
+def test_jump_threading_leaves_sync_points_and_blocks_that_write_registers():
+    def block(label, writes_to):
+        op = PrimOp(("f.x",), (writes_to,), lambda x: x)
+        return Block(label, (op,), BranchOp(writes_to, "f.a", "f.b"))
+
+    program = CORPUS_BY_NAME["fib"].build().replace(
+        var_alloc={"f.t": VariableAllocation.TEMPORARY, "f.r": VariableAllocation.REGISTER}
+    )
+    assert thread_jumps._threadable(program, block("f.test", "f.t"))
+    assert not thread_jumps._threadable(program, block(sync_label("f", 1), "f.t"))
+    assert not thread_jumps._threadable(program, block("f.test", "f.r"))
