@@ -126,7 +126,7 @@ class _Block:
             else:
                 outputs = function(*inputs)
             self.bind(state, env, op, op.vars_out, outputs, mask)
-        state = m.terminate(state, self.block.terminator, env, mask, self.read)
+        state = m.terminate(state, self.index, env, mask, self.read)
         if m.profiling:
             state = m.count(
                 state, self.index, mask, len(self.functions) - self.functions.count(None)
@@ -242,8 +242,9 @@ class StagedMachine:
         return state
 
     # -- control ------------------------------------------------------------------
-    def terminate(self, state, term, env, mask, read) -> dict:
+    def terminate(self, state, block: int, env, mask, read) -> dict:
         ops, index = self.ops, self.program.graph.index
+        term = self.program.graph.blocks[block].terminator
         pc = state["pc"]
         const = lambda i: ops.full_pc(self.layout.batch_size, i)
         choose = lambda cond_var, if_true, if_false: ops.where(
@@ -260,7 +261,8 @@ class StagedMachine:
                 target = choose(term.cond_var, term.target, term.false_target)
             pc = dict(pc, top=ops.where(mask, const(index(term.return_target)), pc["top"]))
             pc, overflow = self.push(pc, target, mask)
-            state = self.flag_overflow(state, overflow, self.program.graph.index(term.target))
+            # The calling block, as for a variable's push: `_check` names its callee.
+            state = self.flag_overflow(state, overflow, block)
         elif isinstance(term, IndirectGotoOp):
             pc = self.pop(pc, mask)
         elif isinstance(term, HaltOp):

@@ -55,6 +55,20 @@ def deep(n):
     return 1 + deep(n - 1)  # BAD
 
 
+@rec.batch
+def offset(n):
+    return n + 0
+
+
+@rec.batch
+def deep_then_call(n):
+    # Its base case calls another function: with the base-case test threaded into the
+    # recursive call, that call's target block ends in a call of ``offset``.
+    if n <= 0:
+        return offset(n) + 1
+    return 1 + deep_then_call(n - 1)  # BAD
+
+
 def float_result(x):
     return x * 1.5  # BAD
 
