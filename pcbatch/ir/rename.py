@@ -13,6 +13,7 @@ from pcbatch.ir.nodes import (
     FunctionCallOp,
     PopOp,
     PrimOp,
+    PushGotoOp,
 )
 from pcbatch.ir.types import map_pattern
 
@@ -35,7 +36,7 @@ def _rename_op(op, mapping: Mapping):
         )
     if isinstance(op, PopOp):
         return dataclasses.replace(op, vars=tuple(name(v) for v in op.vars))
-    if isinstance(op, BranchOp) or getattr(op, "cond_var", None) is not None:
+    if isinstance(op, (BranchOp, PushGotoOp)) and op.cond_var is not None:
         return dataclasses.replace(op, cond_var=name(op.cond_var))
     return op
 

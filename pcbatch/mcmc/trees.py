@@ -110,17 +110,7 @@ def start_of(trajectory, direction):
 
 def first_half(subtree):
     """The part of a subtree's first half that merging it with the second half reads."""
-    return FirstHalf(
-        subtree.p_inner,
-        subtree.p_outer,
-        subtree.q_proposal,
-        subtree.logp_proposal,
-        subtree.grad_proposal,
-        subtree.log_weight,
-        subtree.rho,
-        subtree.num_leapfrogs,
-        subtree.sum_accept,
-    )
+    return FirstHalf(*(getattr(subtree, field) for field in FirstHalf._fields))
 
 
 def _no_u_turn(p_one_end, p_other_end, rho, inv_mass):

@@ -177,11 +177,7 @@ class _Inference:
         try:
             return example_types(self.backend.adapt(op.function), in_types)
         except Exception as error:
-            raise TypeInferenceError(
-                f"primitive {op.label!r}{where(op.loc)} failed when traced on one example of "
-                f"types {list(in_types)}, so its result type is unknown: "
-                f"{type(error).__name__}: {error}. {_advice(error)}"
-            ) from error
+            raise _unknown_result(op, "when traced on one example", in_types, error) from error
 
     def dummy_run(self, op: PrimOp, function, in_types: Sequence[Type], batch: int) -> Any:
         """The primitive's result on dummy inputs: ones, or zeros if ones make it fail."""
@@ -193,11 +189,8 @@ class _Inference:
                 return self.backend.run_on_dummies(function, batched, fill=0)
             except Exception:
                 pass
-            raise TypeInferenceError(
-                f"primitive {op.label!r}{where(op.loc)} failed on dummy inputs (all ones, then "
-                f"all zeros) of types {list(in_types)}, so its result type is unknown: "
-                f"{type(first).__name__}: {first}. {_advice(first)}"
-            ) from first
+            how = "on dummy inputs (all ones, then all zeros)"
+            raise _unknown_result(op, how, in_types, first) from first
 
     def strip_batch(self, op: PrimOp, small: Any, large: Any, names: Any) -> Any:
         if is_pattern_node(names):
@@ -287,6 +280,13 @@ def _drop_batch(backend):
 
 def _with_batch(t: Type, batch: int) -> Type:
     return Type(map_pattern(lambda leaf: TensorType(leaf.dtype, (batch, *leaf.shape)), t.tensors))
+
+
+def _unknown_result(op: PrimOp, how: str, in_types, error: Exception) -> TypeInferenceError:
+    return TypeInferenceError(
+        f"primitive {op.label!r}{where(op.loc)} failed {how} of types {list(in_types)}, so "
+        f"its result type is unknown: {type(error).__name__}: {error}. {_advice(error)}"
+    )
 
 
 def _op_name(op) -> str:

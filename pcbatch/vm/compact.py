@@ -31,7 +31,7 @@ import copy
 import dataclasses
 from collections.abc import Sequence
 
-from pcbatch.ir.nodes import PopOp
+from pcbatch.ir.nodes import PopOp, reads
 from pcbatch.ir.types import flatten
 
 #: ``"auto"`` makes no bucket narrower than this (it would save little over the next one
@@ -143,8 +143,7 @@ def _touched(m, block) -> list:
         else:
             names.update(flatten(op.vars_in))
             names.update(flatten(op.vars_out))
-    if getattr(block.terminator, "cond_var", None) is not None:  # a branch or a threaded call
-        names.add(block.terminator.cond_var)
+    names.update(reads(block.terminator))  # a branch's or a threaded call's condition
     return sorted(k for name in names for k, _ in m.layout.leaves.get(name, ()))
 
 

@@ -491,7 +491,7 @@ def _overflow_error(
     members = full.rows if members is None else members
     pcs = np.asarray(run.pc.read(run.backend.all_lanes(run.batch_size)))
     block = run.program.graph.blocks[int(pcs[full.rows[0]])] if len(full.rows) else None
-    function = _overflowing_function(run, block)
+    function = overflowing_function(run.program, block, run.owners)
     suggested, advice = None, f"try a larger max_stack_depth (at least {2 * max_stack_depth})"
     if measure and isinstance(run.backend, NumpyBackend):
         suggested, advice = _measure_depth(run.program, args, members, max_stack_depth)
@@ -505,13 +505,14 @@ def _overflow_error(
     )
 
 
-def _overflowing_function(run: _Run, block) -> str:
+def overflowing_function(program: Program, block, owners: dict) -> str:
+    """The function whose recursion filled a stack in ``block``: the callee of a block
+    that ends in a call (its own pushes and the program counter's are for that call)."""
     if block is None:
-        return run.program.main
+        return program.main
     term = block.terminator
-    if isinstance(term, PushGotoOp):
-        return run.owners.get(term.target, run.program.main)
-    return run.owners.get(block.label, run.program.main)
+    label = term.target if isinstance(term, PushGotoOp) else block.label
+    return owners.get(label, program.main)
 
 
 def _measure_depth(program, args, rows, max_stack_depth) -> tuple:

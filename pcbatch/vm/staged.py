@@ -479,9 +479,7 @@ def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> 
 
     if bool(backend.to_host(info["overflow"])):
         block = program.graph.blocks[int(backend.to_host(info["overflow_block"]))]
-        owners = machine._owners(program)
-        term = block.terminator
-        function = owners[term.target] if isinstance(term, PushGotoOp) else owners[block.label]
+        function = machine.overflowing_function(program, block, machine._owners(program))
         host_args = [backend.to_host(a) if not is_pattern_node(a) else a for a in args]
         rows = np.arange(machine.batch_size_of(program, host_args))
         suggested, advice = machine._measure_depth(program, host_args, rows, max_stack_depth)
