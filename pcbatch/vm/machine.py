@@ -107,53 +107,83 @@ def _place(run: _Run, name: str, value, lanes, op) -> Any:
         ) from None
 
 
-def _write(run: _Run, name: str, value, lanes, env: dict, op, push: bool) -> None:
-    alloc = run.program.alloc_of(name)
-    if alloc == VariableAllocation.NULL:
-        return
-    placed = _place(run, name, value, lanes, op)
-    env[name] = placed
-    if alloc == VariableAllocation.TEMPORARY:
-        return
-    storage = run.variables[name]
-    if not is_pattern_node(storage):
-        if push and alloc == VariableAllocation.FULL:
-            run.variables[name] = storage.push(placed, lanes)
-        else:
-            run.variables[name] = storage.update(placed, lanes)
-        return
-    if push and alloc == VariableAllocation.FULL:
-        run.variables[name] = map_pattern(lambda var, v: var.push(v, lanes), storage, placed)
-    else:
-        run.variables[name] = map_pattern(lambda var, v: var.update(v, lanes), storage, placed)
-
-
-def _bind(run, names, values, lanes, env, op) -> None:
-    """Writes a pattern of results into a pattern of variable names."""
+def _writer(program: Program, op, names) -> Any:
+    """``write(run, value, lanes, env)`` for ``op``'s results into the variables ``names``,
+    with every per-instruction decision (allocation, type, push) taken once, here: the
+    interpreter pays per execution only for the work itself."""
     if is_pattern_node(names):
-        if not is_pattern_node(values) or len(values) != len(names):
-            raise PcbatchError(
-                f"primitive {op.label!r}{where(op.loc)} returned a value that does not "
-                f"unpack into {format_pattern(names)}"
-            )
-        for n, v in zip(names, values):
-            _bind(run, n, v, lanes, env, op)
+        parts = [_writer(program, op, n) for n in names]
+
+        def write_all(run, values, lanes, env) -> None:
+            if not is_pattern_node(values) or len(values) != len(parts):
+                raise PcbatchError(
+                    f"primitive {op.label!r}{where(op.loc)} returned a value that does not "
+                    f"unpack into {format_pattern(names)}"
+                )
+            for part, value in zip(parts, values):
+                part(run, value, lanes, env)
+
+        return write_all
+    alloc = program.alloc_of(names)
+    if alloc == VariableAllocation.NULL:
+        return lambda run, value, lanes, env: None
+    tensors = program.var_types[names].tensors
+    batched = isinstance(op, PrimOp) and op.per_example
+    push = names not in op.skip_push_mask and alloc == VariableAllocation.FULL
+    temporary = alloc == VariableAllocation.TEMPORARY
+    if is_pattern_node(tensors):
+        return lambda run, value, lanes, env: _write_pattern(
+            run, names, _place(run, names, value, lanes, op), lanes, env, temporary, push
+        )
+
+    def write(run, value, lanes, env) -> None:
+        try:
+            placed = run.backend.place(value, lanes, tensors, batched)
+        except (TypeError, ValueError):
+            placed = _place(run, names, value, lanes, op)  # raises, naming the primitive
+        env[names] = placed
+        if temporary:
+            return
+        storage = run.variables[names]
+        if push:
+            run.variables[names] = storage.push(placed, lanes)
+        else:
+            run.variables[names] = storage.update(placed, lanes)
+
+    return write
+
+
+def _write_pattern(run: _Run, name: str, placed, lanes, env: dict, temporary, push) -> None:
+    env[name] = placed
+    if temporary:
         return
-    _write(run, names, values, lanes, env, op, push=names not in op.skip_push_mask)
+    method = "push" if push else "update"
+    run.variables[name] = map_pattern(
+        lambda var, v: getattr(var, method)(v, lanes), run.variables[name], placed
+    )
 
 
 # ---------------------------------------------------------------------------
-# Instructions
+# Instructions, each compiled once per run into a closure
 
 
-def _run_prim(run: _Run, op: PrimOp, function, lanes, env: dict) -> None:
-    if setitem.is_in_place(op, run.program):
-        _set_items_in_place(run, op, lanes, env)
-        return
-    inputs = [_read(run, v, lanes, env) for v in op.vars_in]
+def _prim_step(program: Program, op: PrimOp, backend) -> Any:
+    """``step(run, lanes, env)`` running one primitive instruction."""
+    if setitem.is_in_place(op, program):
+        return lambda run, lanes, env: _set_items_in_place(run, op, lanes, env)
+    write = _writer(program, op, op.vars_out)
+    names = op.vars_in
+    if op.is_copy and len(names) == 1:
+        (name,) = names
+        return lambda run, lanes, env: write(run, _read(run, name, lanes, env), lanes, env)
     if op.is_copy:
-        outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
-    else:
+        return lambda run, lanes, env: write(
+            run, tuple([_read(run, v, lanes, env) for v in names]), lanes, env
+        )
+    function = op.batched_function(backend)
+
+    def step(run, lanes, env) -> None:
+        inputs = [_read(run, v, lanes, env) for v in names]
         if run.profile is not None:
             run.profile.record_primitive(op.label, lanes.count, run.batch_size)
         try:
@@ -161,7 +191,9 @@ def _run_prim(run: _Run, op: PrimOp, function, lanes, env: dict) -> None:
         except Exception as e:
             e.add_note(f"in pcbatch primitive {op.label!r}{where(op.loc)}")
             raise
-    _bind(run, op.vars_out, outputs, lanes, env, op)
+        write(run, outputs, lanes, env)
+
+    return step
 
 
 def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
@@ -183,61 +215,94 @@ def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
     env.pop(target, None)
 
 
-def _run_pop(run: _Run, op: PopOp, lanes, env: dict) -> None:
-    for name in op.vars:
-        env.pop(name, None)
-        run.variables[name] = map_pattern(lambda var: var.pop(lanes), run.variables[name])
+def _pop_step(op: PopOp) -> Any:
+    def step(run, lanes, env) -> None:
+        for name in op.vars:
+            env.pop(name, None)
+            run.variables[name] = map_pattern(lambda var: var.pop(lanes), run.variables[name])
+
+    return step
 
 
-def _choose(run: _Run, cond_var: str, if_true: str, if_false: str, lanes, env: dict):
-    """Each lane's next block: ``if_true`` where ``cond_var`` holds, else ``if_false``."""
-    index = run.program.graph.index
-    cond = _read(run, cond_var, lanes, env)
-    if getattr(cond, "dtype", None) != np.bool_:
-        cond = cond != 0
-    return run.backend.select(cond, index(if_true), index(if_false))
+def _chooser(cond_var: str, if_true: int, if_false: int) -> Any:
+    """``choose(run, lanes, env)``: each lane's next block, ``if_true`` where ``cond_var``
+    holds, else ``if_false``."""
+
+    def choose(run, lanes, env):
+        cond = _read(run, cond_var, lanes, env)
+        if getattr(cond, "dtype", None) != np.bool_:
+            cond = cond != 0
+        return run.backend.select(cond, if_true, if_false)
+
+    return choose
 
 
-def _run_terminator(run: _Run, term, lanes, env: dict) -> None:
-    index = run.program.graph.index
-    # NumPy assignment broadcasts and casts program counters itself.
-    place = lambda value: value
+def _terminator_step(program: Program, term) -> Any:
+    """``step(run, lanes, env)`` moving the lanes' program counters (NumPy assignment
+    broadcasts and casts them itself)."""
+    index = program.graph.index
     if isinstance(term, BranchOp):
-        target = _choose(run, term.cond_var, term.true_target, term.false_target, lanes, env)
-        run.pc = run.pc.update(place(target), lanes)
-    elif isinstance(term, GotoOp):
-        run.pc = run.pc.update(place(index(term.target)), lanes)
-    elif isinstance(term, PushGotoOp):
-        target = index(term.target)
-        if term.cond_var is not None:
-            target = _choose(run, term.cond_var, term.target, term.false_target, lanes, env)
-        run.pc = run.pc.update(place(index(term.return_target)), lanes)
-        run.pc = run.pc.push(place(target), lanes)
-    elif isinstance(term, IndirectGotoOp):
-        run.pc = run.pc.pop(lanes)
-    elif isinstance(term, HaltOp):
-        run.pc = run.pc.update(place(len(run.program.graph)), lanes)
-    else:
-        raise PcbatchError(f"{type(term).__name__} cannot end a lowered block")
+        choose = _chooser(term.cond_var, index(term.true_target), index(term.false_target))
+
+        def branch(run, lanes, env) -> None:
+            run.pc = run.pc.update(choose(run, lanes, env), lanes)
+
+        return branch
+    if isinstance(term, GotoOp):
+        return _set_pc(index(term.target))
+    if isinstance(term, PushGotoOp):
+        return _call(program, term)
+    if isinstance(term, IndirectGotoOp):
+
+        def ret(run, lanes, env) -> None:
+            run.pc = run.pc.pop(lanes)
+
+        return ret
+    if isinstance(term, HaltOp):
+        return _set_pc(len(program.graph))
+    raise PcbatchError(f"{type(term).__name__} cannot end a lowered block")
 
 
-def _block_runner(block, backend):
-    # Vectorize per-example primitives once per run, not once per step.
-    functions = [
-        op.batched_function(backend) if isinstance(op, PrimOp) else None
-        for op in block.instructions
-    ]
+def _set_pc(target: int) -> Any:
+    def goto(run, lanes, env) -> None:
+        run.pc = run.pc.update(target, lanes)
+
+    return goto
+
+
+def _call(program: Program, term: PushGotoOp) -> Any:
+    index = program.graph.index
+    target, back = index(term.target), index(term.return_target)
+    choose = None
+    if term.cond_var is not None:
+        choose = _chooser(term.cond_var, target, index(term.false_target))
+
+    def call(run, lanes, env) -> None:
+        callee = target if choose is None else choose(run, lanes, env)
+        run.pc = run.pc.update(back, lanes)
+        run.pc = run.pc.push(callee, lanes)
+
+    return call
+
+
+def _instruction_step(program: Program, op, backend) -> Any:
+    if isinstance(op, PrimOp):
+        return _prim_step(program, op, backend)
+    if isinstance(op, PopOp):
+        return _pop_step(op)
+    raise PcbatchError(f"{type(op).__name__} in a lowered block (a compiler bug)")
+
+
+def _block_runner(program: Program, block, backend):
+    """``run_block(run, lanes)``: the block compiled into one closure per instruction
+    (per-example primitives vectorized once per run, not once per step)."""
+    steps = [_instruction_step(program, op, backend) for op in block.instructions]
+    steps.append(_terminator_step(program, block.terminator))
 
     def run_block(run: _Run, lanes) -> None:
         env: dict = {}
-        for op, function in zip(block.instructions, functions):
-            if isinstance(op, PrimOp):
-                _run_prim(run, op, function, lanes, env)
-            elif isinstance(op, PopOp):
-                _run_pop(run, op, lanes, env)
-            else:
-                raise PcbatchError(f"{type(op).__name__} in a lowered block (a compiler bug)")
-        _run_terminator(run, block.terminator, lanes, env)
+        for step in steps:
+            step(run, lanes, env)
 
     return run_block
 
@@ -393,7 +458,7 @@ def execute(
     if run.batch_size == 0:
         return _outputs(run)
     try:
-        _loop(run, [_block_runner(b, backend) for b in program.graph], max_steps)
+        _loop(run, [_block_runner(program, b, backend) for b in program.graph], max_steps)
     except StackFull as full:
         raise _overflow_error(run, full, args, max_stack_depth, _measure_on_overflow) from None
     return _outputs(run)

@@ -149,7 +149,7 @@ def _execute_numpy(program, args, order, lanes, group, *, backend, max_stack_dep
     first = [map_pattern(lambda leaf: leaf[order[:lanes]], arg) for arg in inputs]
     run = machine.start(program, first, backend, lanes, max_stack_depth)
     feeder = _Feeder(run, inputs, order, group)
-    runners = [machine._block_runner(b, backend) for b in program.graph]
+    runners = [machine._block_runner(program, b, backend) for b in program.graph]
     try:
         machine._loop(run, runners, max_steps, feeder.after_block)
     except StackFull as full:
