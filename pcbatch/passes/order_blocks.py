@@ -11,11 +11,17 @@ Policies:
     blocks in reverse postorder (see `schedule`); a call's continuation block
     follows the call.
   ``returns_first``: every call continuation (the block a return lands in)
-    comes before every other block, the innermost functions' first. Threads
-    coming back from calls finish unwinding before any thread starts a new call,
-    so threads at different recursion depths meet at the same entry instead of
-    trickling in; in a recursive tree builder this about halves the steps
-    between two evaluations of the leaf.
+    comes before every other block, the innermost functions' first, and within
+    a function the later call's continuation first. Threads coming back from
+    calls finish unwinding before any thread starts a new call, so threads at
+    different recursion depths meet at the same entry instead of trickling in;
+    in a recursive tree builder this about halves the steps between two
+    evaluations of the leaf. Later continuations first: in ``a = f(); b = f();
+    return a + b`` a thread unwinding several levels lands at the second
+    continuation again and again and at the first only once, at the end; run
+    first, the first continuation would run once per level, each time for
+    the few threads that had just arrived (NUTS: one step per leaf instead of
+    three).
   ``most_threads`` (the default): dynamic (see ``vm/policy.py``): each step
     runs the block holding the most threads among those no thread can still
     arrive at, with a starvation bound; this pass keeps the ``lowest_pc``
@@ -24,8 +30,9 @@ Policies:
 The lowered program records its policy (``Program.schedule``), so the VM
 knows whether to choose blocks dynamically.
 
-Example: blocks ``[main.entry, f.entry, f.call, f.call:1]`` (``f.call:1`` a
-return landing) become ``[main.entry, f.call:1, f.entry, f.call]``.
+Example: blocks ``[main.entry, f.entry, f.call, f.call:1, f.call2:1]`` (``f.call:1``
+and ``f.call2:1`` return landings) become ``[main.entry, f.call2:1, f.call:1, f.entry,
+f.call]``.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ def returns_first(program):
     landings = {b.terminator.return_target for b in blocks if isinstance(b.terminator, PushGotoOp)}
     groups = _by_function(program)
     first = blocks[0]
-    returns = [b for _, bs in reversed(groups) for b in bs if b.label in landings]
+    returns = [b for _, bs in reversed(groups) for b in reversed(bs) if b.label in landings]
     rest = [b for _, bs in groups for b in bs if b.label not in landings and b is not first]
     return program.replace(graph=ControlFlowGraph((first, *returns, *rest)))
 
