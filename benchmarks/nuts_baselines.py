@@ -123,6 +123,8 @@ def numpyro_nuts(log_prob: Callable, start: np.ndarray, *, warmup, samples, step
         )
 
     positions = jnp.asarray(start, jnp.float32)
+    if start.shape[0] == 1:
+        positions = positions[0]  # with one chain NumPyro takes an unbatched state
 
     def call(mcmc) -> Run:
         begin = time.perf_counter()

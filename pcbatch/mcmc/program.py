@@ -126,6 +126,7 @@ def build(
                 chain,
                 draw,
                 trajectory.num_leapfrogs,
+                trees.no_proposal(trajectory),
             )
             u = rnd.uniform(seed, chain, draw, rnd.ACCEPT, depth, energy0.dtype)
             trajectory = trees.extend_trajectory(trajectory, subtree, direction, u, inv_mass)
@@ -146,11 +147,14 @@ def build(
 
     @ctx.batch
     def build_tree(
-        q, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw, first_leaf
-    ):
+        q, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw, first_leaf,
+        running,
+    ):  # fmt: skip
+        # ``running``: the proposal so far of the subtree this call is part of.
         if depth == 0:
             q_new, p_new, logp_new, grad_new = leapfrog(q, p, grad, direction * step, inv_mass)
-            return trees.leaf(q_new, p_new, logp_new, grad_new, energy0, inv_mass)
+            u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf, energy0.dtype)
+            return trees.leaf(q_new, p_new, logp_new, grad_new, energy0, inv_mass, running, u)
         first = build_tree(
             q,
             p,
@@ -164,6 +168,7 @@ def build(
             chain,
             draw,
             first_leaf,
+            running,
         )
         if first.turning or first.diverging:
             return first
@@ -182,9 +187,9 @@ def build(
             chain,
             draw,
             first_leaf + kept.num_leapfrogs,
+            trees.proposal_of(first),
         )
-        u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf * 32 + depth, energy0.dtype)
-        return trees.merge_subtrees(kept, second, u, inv_mass)
+        return trees.merge_subtrees(kept, second, inv_mass)
 
     @ctx.batch
     def find_step_size(q, logp, grad, step, inv_mass, seed, chain, draw):

@@ -14,9 +14,13 @@ Weights are relative to the energy of the draw's first state, so a state's log
 weight is ``energy0 - energy``.
 
 Multinomial sampling: inside a subtree a state is kept with probability
-proportional to its weight; when a new subtree joins the trajectory its
-proposal wins with probability min(1, w_new / w_old) (biased progressive
-sampling, Betancourt 2017, appendix A.3.2). The no-U-turn test is the
+proportional to its weight. The tree build carries the subtree's proposal so
+far (a `Proposal`) from leaf to leaf, and each new state replaces it with
+probability w_state / w_so_far, so merging two halves selects nothing and keeps
+nothing of the first half's proposal across the second half's build. When a
+new subtree joins the trajectory its proposal wins with probability
+min(1, w_new / w_old) (biased progressive sampling, Betancourt 2017, appendix
+A.3.2). The no-U-turn test is the
 generalized criterion on momenta, with Stan's two extra checks across the
 seam of every merge. The criterion only asks whether both end momenta point
 along ``rho``, so it is the same whichever end is earlier in time; what matters
@@ -59,34 +63,62 @@ Subtree = collections.namedtuple(
 
 #: what the tree build keeps of a subtree's first half while it builds the second
 FirstHalf = collections.namedtuple(
-    "FirstHalf",
-    [
-        "p_inner",
-        "p_outer",
-        "q_proposal",
-        "logp_proposal",
-        "grad_proposal",
-        "log_weight",
-        "rho",
-        "num_leapfrogs",
-        "sum_accept",
-    ],
+    "FirstHalf", ["p_inner", "p_outer", "rho", "num_leapfrogs", "sum_accept"]
 )
+
+#: the state proposed so far from the subtree being grown: it is carried from leaf to
+#: leaf through the tree build (``log_weight``: the log of the summed weight so far)
+Proposal = collections.namedtuple("Proposal", ["q", "logp", "grad", "log_weight"])
 
 
 def kinetic_energy(p, inv_mass):
     return 0.5 * np.sum(p * p * inv_mass)
 
 
-def leaf(q, p, logp, grad, energy0, inv_mass):
-    """The one-state subtree after a leapfrog step; divergent if the energy error is huge or NaN."""
+def leaf(q, p, logp, grad, energy0, inv_mass, running, uniform):
+    """The one-state subtree after a leapfrog step; divergent if the energy error is huge or
+    NaN. Its proposal is the new state with probability (its weight) / (the weight of the
+    subtree so far, ``running`` included), else ``running``'s: state by state, this draws
+    each state of a subtree in proportion to its weight."""
     error = kinetic_energy(p, inv_mass) - logp - energy0
     diverging = np.logical_not(error <= MAX_ENERGY_ERROR)
     log_weight = np.where(np.isnan(error), -np.inf, -error)
     accept = np.where(np.isnan(error), 0.0, np.minimum(1.0, np.exp(np.minimum(-error, 0.0))))
+    total = np.logaddexp(running.log_weight, log_weight)
+    take = uniform < np.exp(log_weight - total)  # NaN (no weight at all so far): False
     one = np.ones_like(diverging, dtype=np.int32)
     return Subtree(
-        q, p, grad, p, q, logp, grad, log_weight, p, diverging & False, diverging, one, accept
+        q,
+        p,
+        grad,
+        p,
+        np.where(take, q, running.q),
+        np.where(take, logp, running.logp),
+        np.where(take, grad, running.grad),
+        total,
+        p,
+        diverging & False,
+        diverging,
+        one,
+        accept,
+    )
+
+
+def no_proposal(trajectory):
+    """The running proposal before a subtree's first state: of weight 0, so that state
+    replaces it."""
+    return Proposal(
+        trajectory.q_proposal,
+        trajectory.logp_proposal,
+        trajectory.grad_proposal,
+        trajectory.log_weight - np.inf,
+    )
+
+
+def proposal_of(subtree):
+    """The running proposal after ``subtree``'s last state."""
+    return Proposal(
+        subtree.q_proposal, subtree.logp_proposal, subtree.grad_proposal, subtree.log_weight
     )
 
 
@@ -135,19 +167,20 @@ def _proposal(take_new, new, old):
     )
 
 
-def merge_subtrees(first, second, uniform, inv_mass):
+def merge_subtrees(first, second, inv_mass):
     """A subtree from its two halves (``first`` a `FirstHalf`, ``second`` grown from its
-    outer end): the proposal drawn in proportion to the halves' weights."""
-    log_weight = np.logaddexp(first.log_weight, second.log_weight)
-    take_second = uniform < np.exp(second.log_weight - log_weight)
+    outer end). The second half was grown on from the first half's running proposal, so its
+    proposal and log weight are already the whole subtree's."""
     turning = _turning(first.p_inner, first.p_outer, first.rho, second, inv_mass)
     return Subtree(
         second.q_outer,
         second.p_outer,
         second.grad_outer,
         first.p_inner,
-        *_proposal(take_second, second, first),
-        log_weight,
+        second.q_proposal,
+        second.logp_proposal,
+        second.grad_proposal,
+        second.log_weight,
         first.rho + second.rho,
         turning | second.turning,
         second.diverging,
