@@ -190,7 +190,7 @@ def _check_terminator(site: _Site, terminator: Any, graph: ControlFlowGraph, all
     for target in successors(terminator):
         if target not in graph:
             site.fail(f"jumps to unknown block {target!r}", terminator)
-    if getattr(terminator, "cond_var", None) is not None:
+    if reads(terminator):  # a branch's or a threaded call's condition
         _check_condition(site, terminator)
 
 

@@ -92,9 +92,7 @@ def leaf(q, p, logp, grad, energy0, inv_mass, running, uniform):
         p,
         grad,
         p,
-        np.where(take, q, running.q),
-        np.where(take, logp, running.logp),
-        np.where(take, grad, running.grad),
+        *_select(take, Proposal(q, logp, grad, log_weight), running),
         total,
         p,
         diverging & False,
@@ -107,16 +105,12 @@ def leaf(q, p, logp, grad, energy0, inv_mass, running, uniform):
 def no_proposal(trajectory):
     """The running proposal before a subtree's first state: of weight 0, so that state
     replaces it."""
-    return Proposal(
-        trajectory.q_proposal,
-        trajectory.logp_proposal,
-        trajectory.grad_proposal,
-        trajectory.log_weight - np.inf,
-    )
+    running = proposal_of(trajectory)
+    return running._replace(log_weight=running.log_weight - np.inf)
 
 
 def proposal_of(subtree):
-    """The running proposal after ``subtree``'s last state."""
+    """The running proposal after ``subtree``'s last state (or a trajectory's proposal)."""
     return Proposal(
         subtree.q_proposal, subtree.logp_proposal, subtree.grad_proposal, subtree.log_weight
     )
@@ -159,11 +153,12 @@ def _turning(p_far, p_near, rho_old, new, inv_mass):
     return np.logical_not(whole & old_extended & new_extended)
 
 
-def _proposal(take_new, new, old):
+def _select(take_new, new, old):
+    """(q, logp, grad) of ``new`` where ``take_new``, else of ``old`` (two `Proposal`s)."""
     return (
-        np.where(take_new, new.q_proposal, old.q_proposal),
-        np.where(take_new, new.logp_proposal, old.logp_proposal),
-        np.where(take_new, new.grad_proposal, old.grad_proposal),
+        np.where(take_new, new.q, old.q),
+        np.where(take_new, new.logp, old.logp),
+        np.where(take_new, new.grad, old.grad),
     )
 
 
@@ -216,7 +211,7 @@ def extend_trajectory(trajectory, subtree, direction, uniform, inv_mass):
     )
     return Trajectory(
         *ends,
-        *_proposal(take_new, subtree, trajectory),
+        *_select(take_new, proposal_of(subtree), proposal_of(trajectory)),
         np.where(rejected, trajectory.log_weight, log_weight),
         trajectory.rho + subtree.rho,
         np.where(rejected, subtree.turning, turning | subtree.turning),
