@@ -30,14 +30,20 @@ except ImportError:
     from benchmarks import nuts_baselines
 
 
+def _like(constant, x, xp):
+    """A float64 NumPy constant in ``x``'s dtype: TensorFlow's NumPy does not mix dtypes."""
+    return xp.asarray(constant, dtype=x.dtype)
+
+
 def logistic_regression(num_data=1000, num_features=25):
     rng = np.random.RandomState(0)
     features = rng.normal(size=(num_data, num_features)) / np.sqrt(num_features)
     labels = (rng.uniform(size=num_data) < 1 / (1 + np.exp(-features @ rng.normal(size=25)))) * 1.0
 
     def log_prob(beta, xp):
-        z = xp.matmul(features, beta)
-        return xp.sum(labels * z - xp.logaddexp(0.0, z)) - 0.5 * xp.sum(beta * beta)
+        z = xp.matmul(_like(features, beta, xp), beta)
+        y = _like(labels, beta, xp)
+        return xp.sum(y * z - xp.logaddexp(0.0, z)) - 0.5 * xp.sum(beta * beta)
 
     def value_and_grad(beta):
         z = features @ beta
@@ -51,8 +57,8 @@ def gaussian(dim=100):
     precision = np.linalg.inv(cov)
 
     def log_prob(x, xp):
-        centered = x - mean
-        return -0.5 * xp.sum(centered * xp.matmul(precision, centered))
+        centered = x - _like(mean, x, xp)
+        return -0.5 * xp.sum(centered * xp.matmul(_like(precision, x, xp), centered))
 
     return dim, log_prob, value_and_grad
 
