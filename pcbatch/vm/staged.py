@@ -22,7 +22,9 @@ the block), the loop stops, and the caller raises after the run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 from typing import Any
 
 import numpy as np
@@ -422,7 +424,8 @@ def execute(
     key += () if sharding is None else sharding.key()
     cache = backend.compile_cache if cache is None else cache
     entry = cache.get(key)
-    if entry is None or entry[0] is not program:
+    fresh = entry is None or entry[0] is not program
+    if fresh:
         # Sharded, every device runs the machine on its share of the threads (or, with
         # refill, of the pending inputs, through its share of the lanes).
         share = count if sharding is None else sharding.shard_size(count)
@@ -440,7 +443,8 @@ def execute(
         entry = (program, compiled, staged)
         cache[key] = entry
     _, compiled, staged = entry
-    outputs, info = compiled(inputs)
+    with collector_paused() if fresh else contextlib.nullcontext():  # traced and compiled
+        outputs, info = compiled(inputs)
     if backend.is_tracing((outputs, info)):
         return outputs[0] if len(outputs) == 1 else outputs  # inside the user's jit
     if getattr(backend, "safety_checks", True):
@@ -448,6 +452,25 @@ def execute(
     if prof is not None:
         _record(prof, program, staged, info, backend)
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off while a program is traced and compiled.
+
+    Tracing allocates many small objects, each allocation can start a collection, and
+    a collection walks every object the process holds, TensorFlow's graphs included:
+    the collector took 0.17 s of the first Fibonacci call on TF-XLA (0.92-1.01 s ->
+    0.74-0.81 s without it) and about 1 s of a NUTS compile (13.1 -> 12.0 s). The
+    collector is restored after, as it was (off stays off).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _dtype_name(value) -> str:

@@ -75,3 +75,28 @@ def test_profile_counts_on_jax():
         fib(np.array([6, 7, 8, 7]))
     assert jax_prof.block_executions == numpy_prof.block_executions
     assert jax_prof.primitive_counts == numpy_prof.primitive_counts
+
+
+def test_the_garbage_collector_is_paused_only_while_a_program_compiles():
+    import gc
+
+    seen = []
+
+    def observed(x):  # a primitive: runs while the program is traced
+        seen.append(gc.isenabled())
+        return x
+
+    @pcbatch.Context().batch
+    def double(x):
+        return 2 * observed(x)
+
+    backend = JaxBackend()
+    np.testing.assert_array_equal(np.asarray(double(np.array([1, 2]), backend=backend)), [2, 4])
+    assert False in seen  # traced with the collector off
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        double(np.array([3, 4]), backend=JaxBackend())
+        assert not gc.isenabled()  # a collector the caller turned off stays off
+    finally:
+        gc.enable()
