@@ -443,7 +443,7 @@ def execute(
         entry = (program, compiled, staged)
         cache[key] = entry
     _, compiled, staged = entry
-    with collector_paused() if fresh else contextlib.nullcontext():  # traced and compiled
+    with collector_paused() if fresh else contextlib.nullcontext():
         outputs, info = compiled(inputs)
     if backend.is_tracing((outputs, info)):
         return outputs[0] if len(outputs) == 1 else outputs  # inside the user's jit
@@ -456,13 +456,15 @@ def execute(
 
 @contextlib.contextmanager
 def collector_paused():
-    """Python's cyclic garbage collector off while a program is traced and compiled.
+    """Python's cyclic garbage collector off for the first call of a new signature: the
+    trace, the compile, and (as the backends start it in the same call) that first run.
 
     Tracing allocates many small objects, each allocation can start a collection, and
     a collection walks every object the process holds, TensorFlow's graphs included:
     the collector took 0.17 s of the first Fibonacci call on TF-XLA (0.92-1.01 s ->
-    0.74-0.81 s without it) and about 1 s of a NUTS compile (13.1 -> 12.0 s). The
-    collector is restored after, as it was (off stays off).
+    0.74-0.81 s without it) and about 1 s of a NUTS compile (13.1 -> 12.0 s). A run
+    allocates little Python (host callbacks only), and reference counting still frees
+    what is not in a cycle. The collector is restored after, as it was (off stays off).
     """
     was_enabled = gc.isenabled()
     gc.disable()
