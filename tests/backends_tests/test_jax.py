@@ -77,7 +77,7 @@ def test_profile_counts_on_jax():
     assert jax_prof.primitive_counts == numpy_prof.primitive_counts
 
 
-def test_the_garbage_collector_is_paused_only_while_a_program_compiles():
+def test_the_garbage_collector_is_paused_while_a_program_is_traced_then_restored():
     import gc
 
     seen = []
