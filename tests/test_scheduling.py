@@ -106,6 +106,24 @@ def test_sync_with_arguments_is_an_error_at_the_users_line():
     assert [info.value.lineno] == marked
 
 
+def test_a_recursion_whose_entry_only_starts_threads_needs_no_plan():
+    """Jump threading copies fib's base-case test into every call, so main's entry is
+    run once, by every thread: most_threads then always runs the lowest program counter,
+    and is compiled without a per-step choice (the same block executions)."""
+    entry = PY_CORPUS_BY_NAME["fib"]
+    args = entry.make_args(np.random.RandomState(0), 12)
+    lowered = entry.fn.context.lowered_for_args("fib", args)
+    reach = policy._reachability(lowered)
+    assert not reach[:, 0].any()  # nothing leads back to main's entry
+    assert lowered.schedule == "most_threads" and policy.plan_for(lowered) is None
+    executions = {}
+    for name in ("lowest_pc", "most_threads"):
+        with pcbatch.profile() as prof:
+            entry.fn(*args, schedule=name, max_stack_depth=entry.max_stack_depth)
+        executions[name] = (prof.block_executions, prof.primitive_executions)
+    assert executions["lowest_pc"] == executions["most_threads"]
+
+
 def _plan(halt, **changes):
     none = np.zeros((halt, halt), bool)
     plan = policy.Plan(

@@ -29,6 +29,69 @@ def _np_dtype(dtype) -> np.dtype:
     return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
 
 
+#: TensorFlow ops that act element by element on operands of one shape or broadcast
+#: scalars: on scalars they compute one example, on vectors every example at once.
+_ELEMENTWISE_OPS = frozenset(
+    """Abs Acos Acosh Add AddN AddV2 Asin Asinh Atan Atan2 Atanh BitwiseAnd BitwiseOr
+    BitwiseXor Cast Ceil ClipByValue Const Cos Cosh Digamma Div DivNoNan Equal Erf Erfc
+    Exp Expm1 Floor FloorDiv FloorMod Greater GreaterEqual Identity Inv IsFinite IsInf
+    IsNan LeftShift Less LessEqual Lgamma Log Log1p LogicalAnd LogicalNot LogicalOr
+    Maximum Minimum Mod Mul MulNoNan Neg NoOp NotEqual Placeholder Pow RealDiv
+    Reciprocal Relu RightShift Rint Round Rsqrt Select SelectV2 Sigmoid Sign Sin Sinh
+    Softplus Sqrt Square SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy
+    Xlog1py Xlogy""".split()  # noqa: SIM905 (a list of names, read as text)
+)
+
+
+class _ElementwiseCheck:
+    """Whether a per-example primitive may skip ``tf.vectorized_map`` for these arguments.
+
+    It may when every argument is a per-example scalar and the function, traced on one
+    example, is only elementwise ops on scalars: run on the batch's vectors, each op
+    then computes every example's result at once. tf.vectorized_map costs about 7 ms
+    of graph building a use, most of a small program's trace (Fibonacci: 9 uses), and
+    is kept for everything else. Decided once per argument signature.
+    """
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.verdicts: dict = {}
+
+    def __call__(self, args) -> bool:
+        leaves = [tf.convert_to_tensor(a) for a in tf.nest.flatten(args)]
+        if any(leaf.shape.rank != 1 or leaf.shape[0] is None for leaf in leaves):
+            return False
+        if len({leaf.shape[0] for leaf in leaves}) != 1:
+            return False
+        key = tuple(leaf.dtype for leaf in leaves)
+        if key not in self.verdicts:
+            self.verdicts[key] = self._scalar_ops_only(args, key)
+        return self.verdicts[key]
+
+    def _scalar_ops_only(self, args, dtypes) -> bool:
+        specs = iter([tf.TensorSpec((), dtype) for dtype in dtypes])
+        specs = tf.nest.map_structure(lambda _: next(specs), args)
+        traced = tf.function(
+            lambda *xs: tf.nest.map_structure(tf.convert_to_tensor, self.function(*xs)),
+            autograph=False,
+        )
+        try:
+            graph = traced.get_concrete_function(*specs).graph
+        except Exception:  # the vectorized map raises it again, with its context
+            return False
+        return all(
+            op.type in _ELEMENTWISE_OPS and all(t.shape.rank == 0 for t in op.outputs)
+            for op in graph.get_operations()
+        )
+
+    def call(self, args):
+        """The function on the batch's vectors; a result that is a constant is broadcast."""
+        size = tf.nest.flatten(args)[0].shape[0]
+        spread = lambda v: tf.broadcast_to(v, [size]) if v.shape.rank == 0 else v
+        results = self.function(*args)
+        return map_pattern(lambda v: spread(tf.convert_to_tensor(v)), results)
+
+
 class TensorFlowBackend:
     """Runs batched programs as one TensorFlow graph (XLA-compiled by default).
 
@@ -116,9 +179,13 @@ class TensorFlowBackend:
                 traced[key] = graph.get_concrete_function(*args)
             return traced[key](*args)
 
+        elementwise = _ElementwiseCheck(function)
+
         def batched(*args):
             if not args:
                 return map_pattern(lambda v: tf.convert_to_tensor(v)[None], function())
+            if elementwise(args):
+                return elementwise.call(args)
             return eager(args) if tf.executing_eagerly() else vectorized(*args)
 
         return batched
@@ -152,14 +219,19 @@ class TensorFlowBackend:
         return tf.tensor_scatter_nd_add(counts, [[index]], [amount])
 
     def where(self, mask, if_true, if_false):
+        """``mask ? if_true : if_false``, a mask of rows applied along the leading axis."""
         if_true, if_false = tf.convert_to_tensor(if_true), tf.convert_to_tensor(if_false)
         mask = tf.convert_to_tensor(mask)
         rank = max(if_true.shape.rank, if_false.shape.rank)
         if mask.shape.rank and rank > mask.shape.rank:
-            mask = tf.reshape(mask, tf.concat([tf.shape(mask), [1] * (rank - mask.shape.rank)], 0))
-        shape = tf.broadcast_dynamic_shape(tf.shape(if_true), tf.shape(if_false))
-        shape = tf.broadcast_dynamic_shape(shape, tf.shape(mask))
-        return tf.where(tf.broadcast_to(mask, shape), if_true, if_false)
+            trailing = [1] * (rank - mask.shape.rank)
+            if mask.shape.is_fully_defined():
+                mask = tf.reshape(mask, mask.shape.as_list() + trailing)
+            else:
+                mask = tf.reshape(mask, tf.concat([tf.shape(mask), trailing], 0))
+        # tf.where broadcasts its three operands (a staged machine's shapes are static,
+        # so nothing is computed at run time to broadcast them).
+        return tf.where(mask, if_true, if_false)
 
     def truth(self, value):
         value = tf.convert_to_tensor(value)
@@ -192,7 +264,12 @@ class TensorFlowBackend:
         columns = tf.constant(np.asarray(matrix, np.int32).T)
         return tf.linalg.matvec(columns, tf.cast(mask, tf.int32)) > 0
 
-    sanitize_inactive = True
+    @property
+    def sanitize_inactive(self) -> bool:
+        """Whether primitives must not see inactive rows' junk: TensorFlow's kernels raise
+        on some values (an integer division by zero, an index out of range), XLA's never
+        do, so only a run without XLA pays for `fill_inactive`."""
+        return self.run_eagerly or not self.jit_compile
 
     def fill_inactive(self, value, mask):
         """``value`` with inactive rows replaced by the first active row's."""
@@ -200,19 +277,24 @@ class TensorFlowBackend:
         representative = tf.gather(value, tf.argmax(tf.cast(mask, tf.int32)))[None]
         return self.where(mask, value, representative)
 
-    def _row_indices(self, stack, depth, rows=None):
+    def _row_indices(self, stack, depth, rows=None, clip: bool = True):
         if rows is None:
-            rows = tf.range(tf.shape(stack)[1], dtype=tf.int32)
-        clipped = tf.clip_by_value(depth, 0, stack.shape[0] - 1)
-        return tf.stack([clipped, tf.cast(rows, tf.int32)], axis=1)
+            rows = tf.range(stack.shape[1], dtype=tf.int32)
+        if clip:
+            depth = tf.clip_by_value(depth, 0, stack.shape[0] - 1)
+        return tf.stack([depth, tf.cast(rows, tf.int32)], axis=1)
 
     def scatter_rows(self, stack, depth, values, rows=None):
         """``stack[depth[b], rows[b]] = values[b]`` (``rows``: all, in order, if None;
         distinct); entries whose depth is out of range keep theirs."""
+        values = tf.cast(values, stack.dtype)
+        if not self.sanitize_inactive:  # under XLA a scatter skips indices out of range
+            indices = self._row_indices(stack, depth, rows, clip=False)
+            return tf.tensor_scatter_nd_update(stack, indices, values)
+        # TensorFlow's own kernel raises on them instead: write back what is there.
         indices = self._row_indices(stack, depth, rows)
         current = tf.gather_nd(stack, indices)
-        valid = depth < stack.shape[0]
-        updates = self.where(valid, tf.cast(values, stack.dtype), current)
+        updates = self.where(depth < stack.shape[0], values, current)
         return tf.tensor_scatter_nd_update(stack, indices, updates)
 
     def take(self, array, index):
@@ -289,7 +371,8 @@ class TensorFlowBackend:
         dtype = tf.as_dtype(_np_dtype(type_.dtype))
         if array.dtype != dtype:
             array = tf.cast(array, dtype)
-        return tf.broadcast_to(array, [batch_size, *type_.shape])
+        shape = [batch_size, *type_.shape]
+        return array if array.shape == shape else tf.broadcast_to(array, shape)
 
     def while_loop(self, cond, body, state):
         return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]

@@ -18,14 +18,36 @@ def truthy(x):
     a batched run, on each example's value.
     """
     shape = np.shape(x)
+    _check_condition_shape(shape)
+    if shape:
+        x = x.reshape(())
+    return x.astype(bool) if hasattr(x, "astype") else np.bool_(x)
+
+
+def _check_condition_shape(shape: tuple) -> None:
     if any(d != 1 for d in shape):
         raise ValueError(
             f"a condition must be a single value per example, but it has shape {shape}; "
             "reduce it with np.all(...) or np.any(...)"
         )
-    if shape:
-        x = x.reshape(())
-    return x.astype(bool) if hasattr(x, "astype") else np.bool_(x)
+
+
+def _truthy_for_backend(backend):
+    """`truthy` over a whole batch on a staged backend (None elsewhere): a reshape and a
+    cast, where mapping the one-example form over the batch costs TensorFlow a
+    ``tf.vectorized_map`` (graph building) for every condition of the program."""
+    if not getattr(backend, "staged", False):
+        return None
+
+    def batched(x):
+        shape = np.shape(x)
+        _check_condition_shape(shape[1:])
+        return np.reshape(x, shape[:1]).astype(bool)
+
+    return backend.adapt(batched)
+
+
+truthy.for_backend = _truthy_for_backend
 
 
 def select(condition, if_true, if_false):

@@ -19,7 +19,8 @@ policy: results never depend on the policy, only the number of steps does.
   ``if`` still join, while threads that stay in one arm of a loop go round
   without waiting for the others. Inside a recursion (a cycle through a call)
   the lowest program counter runs, as under ``lowest_pc`` (a program that is
-  all recursion gets no plan, so no per-step cost). Starvation bound: a block
+  all recursion, but for the main entry its threads start at, gets no plan, so no
+  per-step cost). Starvation bound: a block
   that has held threads without running for `starvation_bound` steps runs next
   (the longest-waiting first).
 * sync blocks (``pcbatch.sync()``, labels ``f.syncN``): held back while any
@@ -81,7 +82,9 @@ def plan_for(program, refill: bool = False) -> Plan | None:
     arrivals = (reach & ~reach.T) | _reachability(program, forward_only=True)
     calls = np.array([isinstance(b.terminator, PushGotoOp) for b in blocks])
     recursive = (reach & reach.T & calls[None, :]).any(axis=1)
-    if recursive.all() and not sync:
+    # Refilling, a plan also runs threads leaving main first (`exits`): kept.
+    settled = recursive | (_start_only(reach) & (not refill))
+    if settled.all() and not sync:
         return None  # most_threads keeps the lowest-pc order everywhere: no per-step cost
     exits = np.array(
         [
@@ -102,6 +105,16 @@ def plan_for(program, refill: bool = False) -> Plan | None:
         recursive,
         exits,
     )
+
+
+def _start_only(reach: np.ndarray) -> np.ndarray:
+    """Blocks no block leads to: only main's entry, where threads start (jump threading
+    often leaves a recursive main's entry so, its test copied into every call).
+
+    Such a block never changes `most_threads`'s choice from the lowest program counter's:
+    every thread sits there at the first step and none after, so it is never one of two
+    blocks to choose between."""
+    return ~reach.any(axis=0)
 
 
 def _reachability(program, forward_only: bool = False) -> np.ndarray:

@@ -198,7 +198,6 @@ class StagedMachine:
         self.halt = len(program.graph)
         self.profiling = profiling
         self.max_steps = max_steps
-        self.sanitize = getattr(ops, "sanitize_inactive", False)
         self.blocks = [_Block(self, i) for i in range(self.halt)]
         widths = compact.buckets(getattr(ops, "compaction", None), batch_size)
         self.compaction = compact.Compaction(self, widths) if widths else None
@@ -214,6 +213,11 @@ class StagedMachine:
             from pcbatch.vm.refill import StagedRefill
 
             self.refill = StagedRefill(self, *refill_plan)
+
+    @property
+    def sanitize(self) -> bool:
+        # Read at every trace: a TensorFlow backend needs it when it runs op by op.
+        return getattr(self.ops, "sanitize_inactive", False)
 
     # -- stacks -----------------------------------------------------------------
     def push(self, leaf: dict, value, mask):
@@ -248,7 +252,9 @@ class StagedMachine:
         ops, index = self.ops, self.program.graph.index
         term = self.program.graph.blocks[block].terminator
         pc = state["pc"]
-        const = lambda i: ops.full_pc(self.layout.batch_size, i)
+        # A scalar target: `where` broadcasts it (a [batch] constant is an op of its own
+        # per use, which TensorFlow builds slowly and XLA may compile as a kernel).
+        const = ops.scalar_int
         choose = lambda cond_var, if_true, if_false: ops.where(
             ops.truth(read(state, env, cond_var)), const(index(if_true)), const(index(if_false))
         )

@@ -68,3 +68,39 @@ def test_numpy_arrays_after_tensors_of_the_same_signature_do_not_retrace():
     np.testing.assert_array_equal(np.asarray(got), collatz(np.array([9, 10])))
     collatz(tf.constant([3, 4], tf.int64), backend=backend)
     assert backend.traces == traces
+
+
+ctx = pcbatch.Context()
+
+
+@ctx.batch
+def scaled_or_stacked(x):
+    y = x * 3 - 1  # elementwise on per-example scalars: runs on the batch's vector
+    if y > 5:
+        return np.stack([y, x]).max()  # a stack: mapped over the examples
+    return np.maximum(y, 0)
+
+
+def _elementwise(function, *args):
+    from pcbatch.backends.tensorflow import _ElementwiseCheck
+
+    return _ElementwiseCheck(TensorFlowBackend().adapt(function))(args)
+
+
+def test_only_elementwise_work_on_scalars_skips_the_vectorized_map():
+    vector = tf.constant([1, 2, 3])
+    assert _elementwise(lambda x: np.maximum(x * 3 - 1, 0), vector)
+    assert _elementwise(lambda x, y: (x < y, np.where(x > 0, x, y)), vector, vector)
+    assert not _elementwise(lambda x: np.stack([x, x]).max(), vector)
+    assert not _elementwise(lambda x: x + np.arange(2), vector)  # results are not scalars
+    assert not _elementwise(lambda x: x * 2, tf.ones([3, 2]))  # per-example vectors
+
+
+@pytest.mark.parametrize("jit_compile", [True, False])
+def test_elementwise_and_vectorized_primitives_agree_with_dry_run(jit_compile, monkeypatch):
+    real, uses = tf.vectorized_map, []
+    monkeypatch.setattr(tf, "vectorized_map", lambda *a, **k: uses.append(1) or real(*a, **k))
+    x = np.array([0, 1, 2, 5, -4, 9], np.int32)
+    got = scaled_or_stacked(x, backend=TensorFlowBackend(jit_compile=jit_compile))
+    np.testing.assert_array_equal(np.asarray(got), scaled_or_stacked(x, dry_run=True))
+    assert uses  # the stack's primitive still maps over the examples
