@@ -50,6 +50,8 @@ from pcbatch.ir.types import (
 from pcbatch.vm import compact, policy
 
 PC = "__pc__"
+#: where a block's pushes leave their overflowing rows (in its env: no variable's name)
+OVERFLOWING = "__overflowing_rows__"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +131,7 @@ class _Block:
                 outputs = function(*inputs)
             self.bind(state, env, op, op.vars_out, outputs, mask)
         state = m.terminate(state, self.index, env, mask, self.read)
+        state = m.flag_overflow(state, env.get(OVERFLOWING, []), self.index)
         if m.profiling:
             state = m.count(
                 state, self.index, mask, len(self.functions) - self.functions.count(None)
@@ -172,9 +175,8 @@ class _Block:
         for (key, _), value in zip(self.m.layout.leaves[names], placed_leaves):
             leaf = state["vars"][key]
             if push:
-                state["vars"][key], overflow = self.m.push(leaf, value, mask)
-                # In place: the caller holds this dict (a rebinding here would be lost).
-                state.update(self.m.flag_overflow(state, overflow, self.index))
+                state["vars"][key], overflowing = self.m.push(leaf, value, mask)
+                env.setdefault(OVERFLOWING, []).append(overflowing)
             else:
                 state["vars"][key] = dict(leaf, top=self.m.ops.where(mask, value, leaf["top"]))
 
@@ -221,16 +223,17 @@ class StagedMachine:
 
     # -- stacks -----------------------------------------------------------------
     def push(self, leaf: dict, value, mask):
-        """(new leaf, overflow flag): the old top saved in the active rows of the stack."""
+        """(new leaf, the rows that overflow): the old top saved in the active rows of
+        the stack."""
         ops = self.ops
         depth = leaf["depth"]
         capacity = leaf["stack"].shape[0]
-        overflow = ops.any(mask & (depth >= capacity))
+        overflowing = mask & (depth >= capacity)
         target = ops.where(mask, depth, capacity)  # out of range: the row is not written
         stack = ops.scatter_rows(leaf["stack"], target, leaf["top"], leaf.get("rows"))
         new_depth = ops.where(mask, ops.minimum(depth + 1, capacity), depth)
         top = ops.where(mask, value, leaf["top"])
-        return dict(leaf, top=top, stack=stack, depth=new_depth), overflow
+        return dict(leaf, top=top, stack=stack, depth=new_depth), overflowing
 
     def pop(self, leaf: dict, mask) -> dict:
         """(A leaf of a compacted block, `pcbatch.vm.compact`, names its stack's rows.)"""
@@ -239,8 +242,19 @@ class StagedMachine:
         saved = ops.gather_rows(leaf["stack"], depth, leaf.get("rows"))
         return dict(leaf, top=ops.where(mask, saved, leaf["top"]), depth=depth)
 
-    def flag_overflow(self, state: dict, overflow, block: int) -> dict:
+    def flag_overflow(self, state: dict, overflowing: list, block: int) -> dict:
+        """``state`` flagged if a row of ``overflowing`` (a block's pushes) overflowed.
+
+        One reduction a block, not one a push: on CPU each is a kernel of its own to
+        compile (two under TensorFlow), and a call block pushes a variable or more
+        besides the program counter."""
+        if not overflowing:
+            return state
         ops = self.ops
+        rows = overflowing[0]
+        for more in overflowing[1:]:
+            rows = rows | more
+        overflow = ops.any(rows)
         first = overflow & ~state["overflow"]
         state = dict(state)
         state["overflow_block"] = ops.where(first, block, state["overflow_block"])
@@ -268,9 +282,10 @@ class StagedMachine:
             if term.cond_var is not None:
                 target = choose(term.cond_var, term.target, term.false_target)
             pc = dict(pc, top=ops.where(mask, const(index(term.return_target)), pc["top"]))
-            pc, overflow = self.push(pc, target, mask)
-            # The calling block, as for a variable's push: `_check` names its callee.
-            state = self.flag_overflow(state, overflow, block)
+            pc, overflowing = self.push(pc, target, mask)
+            # Flagged with the block's other pushes, as the calling block: `_check` names
+            # its callee.
+            env.setdefault(OVERFLOWING, []).append(overflowing)
         elif isinstance(term, IndirectGotoOp):
             pc = self.pop(pc, mask)
         elif isinstance(term, HaltOp):
