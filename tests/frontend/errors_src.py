@@ -111,6 +111,12 @@ def type_conflict(x):
     return y
 
 
+def vector_condition(v):
+    if v > 0:  # ERROR
+        return 1
+    return 0
+
+
 def raises_at_run_time(x):
     return checked_sqrt(x)  # ERROR
 

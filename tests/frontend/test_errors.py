@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pcbatch
+from tests import backends
 from tests.frontend import errors_src
 
 
@@ -76,6 +77,19 @@ def test_type_conflict_names_the_variable_and_both_lines():
     assert "'type_conflict.y'" in message
     for line in _error_lines(errors_src.type_conflict):
         assert f"errors_src.py:{line}" in message
+
+
+@backends.backend_param
+def test_a_condition_with_several_values_per_example_is_an_error_at_the_users_line(
+    backend_name,
+):
+    fn = _batched(errors_src.vector_condition)
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        fn(np.ones((4, 3)), backend=backends.backend(backend_name))
+    message = str(info.value)
+    (line,) = _error_lines(errors_src.vector_condition)
+    assert f"{errors_src.__file__}:{line}" in message and "vector_condition" in message
+    assert "single value per example" in message and "np.all(...) or np.any(...)" in message
 
 
 def test_run_time_exception_ends_in_the_users_code():
