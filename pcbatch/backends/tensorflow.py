@@ -49,8 +49,8 @@ class _ElementwiseCheck:
     It may when every argument is a per-example scalar and the function, traced on one
     example, is only elementwise ops on scalars: run on the batch's vectors, each op
     then computes every example's result at once. tf.vectorized_map costs about 7 ms
-    of graph building a use, most of a small program's trace (Fibonacci: 9 uses), and
-    is kept for everything else. Decided once per argument signature.
+    of graph building a use, nearly half of a small program's trace (Fibonacci: 9 uses,
+    0.06 of 0.14 s), and is kept for everything else. Decided once per signature.
     """
 
     def __init__(self, function: Callable):

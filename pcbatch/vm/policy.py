@@ -20,9 +20,8 @@ policy: results never depend on the policy, only the number of steps does.
   without waiting for the others. Inside a recursion (a cycle through a call)
   the lowest program counter runs, as under ``lowest_pc`` (a program that is
   all recursion, but for the main entry its threads start at, gets no plan, so no
-  per-step cost). Starvation bound: a block
-  that has held threads without running for `starvation_bound` steps runs next
-  (the longest-waiting first).
+  per-step cost). Starvation bound: a block that has held threads without running
+  for `starvation_bound` steps runs next (the longest-waiting first).
 * sync blocks (``pcbatch.sync()``, labels ``f.syncN``): held back while any
   thread sits at a block from which the sync block is reachable, so threads
   gather there; never held back when only held-back blocks hold threads (no
