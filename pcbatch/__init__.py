@@ -10,6 +10,7 @@ from pcbatch.callbacks import HostCallbackWarning, host_callback
 from pcbatch.errors import (
     AutobatchSyntaxError,
     BatchSizeError,
+    ConditionShapeError,
     PcbatchError,
     StackOverflowError,
     TypeInferenceError,
@@ -26,6 +27,7 @@ __all__ = [
     "BatchedFunction",
     "Context",
     "BatchSizeError",
+    "ConditionShapeError",
     "HostCallbackWarning",
     "NumpyBackend",
     "PcbatchError",

@@ -19,6 +19,10 @@ class BatchSizeError(PcbatchError, ValueError):
     """Arguments disagree on the batch size."""
 
 
+class ConditionShapeError(PcbatchError, ValueError):
+    """An ``if`` or ``while`` condition holds several values per example."""
+
+
 class StackOverflowError(PcbatchError, ValueError):
     """Recursion went deeper than ``max_stack_depth``.
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from pcbatch.errors import ConditionShapeError
+
 
 def truthy(x):
     """Normalizes a value to one bool, for use as an ``if``/``while`` condition.
@@ -26,7 +28,7 @@ def truthy(x):
 
 def _check_condition_shape(shape: tuple) -> None:
     if any(d != 1 for d in shape):
-        raise ValueError(
+        raise ConditionShapeError(
             f"a condition must be a single value per example, but it has shape {shape}; "
             "reduce it with np.all(...) or np.any(...)"
         )

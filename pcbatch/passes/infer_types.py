@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pcbatch.errors import TypeInferenceError, where
+from pcbatch.errors import ConditionShapeError, TypeInferenceError, where
 from pcbatch.ir.nodes import FunctionCallOp, PrimOp, Program, reads, writes
 from pcbatch.ir.types import (
     TensorType,
@@ -283,6 +283,8 @@ def _with_batch(t: Type, batch: int) -> Type:
 
 
 def _unknown_result(op: PrimOp, how: str, in_types, error: Exception) -> TypeInferenceError:
+    if isinstance(error, ConditionShapeError):  # the user's condition, not a primitive
+        return TypeInferenceError(f"the condition{where(op.loc)}: {error}")
     return TypeInferenceError(
         f"primitive {op.label!r}{where(op.loc)} failed {how} of types {list(in_types)}, so "
         f"its result type is unknown: {type(error).__name__}: {error}. {_advice(error)}"

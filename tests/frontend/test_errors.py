@@ -88,8 +88,9 @@ def test_a_condition_with_several_values_per_example_is_an_error_at_the_users_li
         fn(np.ones((4, 3)), backend=backends.backend(backend_name))
     message = str(info.value)
     (line,) = _error_lines(errors_src.vector_condition)
-    assert f"{errors_src.__file__}:{line}" in message and "vector_condition" in message
+    assert message.startswith(f"the condition at {errors_src.__file__}:{line} in vector_condition")
     assert "single value per example" in message and "np.all(...) or np.any(...)" in message
+    assert isinstance(info.value.__cause__, pcbatch.ConditionShapeError)
 
 
 def test_run_time_exception_ends_in_the_users_code():
