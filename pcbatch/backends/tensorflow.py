@@ -43,6 +43,15 @@ _ELEMENTWISE_OPS = frozenset(
 )
 
 
+def _one_example(function: Callable, specs: Sequence):
+    """``function`` traced on one example of ``specs`` (a concrete function)."""
+    # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
+    traced = tf.function(
+        lambda *args: map_pattern(tf.convert_to_tensor, function(*args)), autograph=False
+    )
+    return traced.get_concrete_function(*specs)
+
+
 class _ElementwiseCheck:
     """Whether a per-example primitive may skip ``tf.vectorized_map`` for these arguments.
 
@@ -71,12 +80,8 @@ class _ElementwiseCheck:
     def _scalar_ops_only(self, args, dtypes) -> bool:
         specs = iter([tf.TensorSpec((), dtype) for dtype in dtypes])
         specs = tf.nest.map_structure(lambda _: next(specs), args)
-        traced = tf.function(
-            lambda *xs: tf.nest.map_structure(tf.convert_to_tensor, self.function(*xs)),
-            autograph=False,
-        )
         try:
-            graph = traced.get_concrete_function(*specs).graph
+            graph = _one_example(self.function, specs).graph
         except Exception:  # the vectorized map raises it again, with its context
             return False
         return all(
@@ -141,11 +146,7 @@ class TensorFlowBackend:
         """
         spec = lambda t: tf.TensorSpec(t.shape, _np_dtype(t.dtype))
         specs = [map_pattern(spec, t.tensors) for t in input_types]
-        # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
-        traced = tf.function(
-            lambda *args: map_pattern(tf.convert_to_tensor, function(*args)), autograph=False
-        )
-        outputs = traced.get_concrete_function(*specs).structured_outputs
+        outputs = _one_example(function, specs).structured_outputs
         leaves = tf.nest.flatten(outputs)
         if not all(leaf.shape.is_fully_defined() for leaf in leaves):
             return None
@@ -265,11 +266,15 @@ class TensorFlowBackend:
         return tf.linalg.matvec(columns, tf.cast(mask, tf.int32)) > 0
 
     @property
+    def _under_xla(self) -> bool:
+        return self.jit_compile and not self.run_eagerly
+
+    @property
     def sanitize_inactive(self) -> bool:
         """Whether primitives must not see inactive rows' junk: TensorFlow's kernels raise
         on some values (an integer division by zero, an index out of range), XLA's never
         do, so only a run without XLA pays for `fill_inactive`."""
-        return self.run_eagerly or not self.jit_compile
+        return not self._under_xla
 
     def fill_inactive(self, value, mask):
         """``value`` with inactive rows replaced by the first active row's."""
@@ -288,7 +293,7 @@ class TensorFlowBackend:
         """``stack[depth[b], rows[b]] = values[b]`` (``rows``: all, in order, if None;
         distinct); entries whose depth is out of range keep theirs."""
         values = tf.cast(values, stack.dtype)
-        if not self.sanitize_inactive:  # under XLA a scatter skips indices out of range
+        if self._under_xla:  # XLA's scatter skips indices out of range
             indices = self._row_indices(stack, depth, rows, clip=False)
             return tf.tensor_scatter_nd_update(stack, indices, values)
         # TensorFlow's own kernel raises on them instead: write back what is there.

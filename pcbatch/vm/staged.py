@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
+import operator
 from typing import Any
 
 import numpy as np
@@ -251,10 +253,7 @@ class StagedMachine:
         if not overflowing:
             return state
         ops = self.ops
-        rows = overflowing[0]
-        for more in overflowing[1:]:
-            rows = rows | more
-        overflow = ops.any(rows)
+        overflow = ops.any(functools.reduce(operator.or_, overflowing))
         first = overflow & ~state["overflow"]
         state = dict(state)
         state["overflow_block"] = ops.where(first, block, state["overflow_block"])
