@@ -6,8 +6,10 @@ entry per batch row with ``tf.tensor_scatter_nd_update`` (never a copy of the
 whole stack per step). By default the function is compiled with XLA
 (``jit_compile=True``); ``jit_compile=False`` keeps a graph without XLA.
 Primitives written with NumPy run on ``tf.experimental.numpy``; per-example
-primitives are vectorized with ``tf.vectorized_map``. Works with today's
-TensorFlow release and no TensorFlow-internal modules.
+primitives are vectorized with ``tf.vectorized_map``, except those that are only
+elementwise ops on per-example scalars, which run on the batch as written
+(`_ElementwiseCheck`). Works with today's TensorFlow release and no
+TensorFlow-internal modules.
 """
 
 from __future__ import annotations
