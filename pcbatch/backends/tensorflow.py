@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pcbatch.backends import numpy_dispatch
+from pcbatch.backends import base, numpy_dispatch
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
@@ -43,6 +43,11 @@ _ELEMENTWISE_OPS = frozenset(
     Softplus Sqrt Square SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy
     Xlog1py Xlogy""".split()  # noqa: SIM905 (a list of names, read as text)
 )
+
+
+#: the op seed of `TensorFlowBackend.jit`'s anchor (fixed, so that a user's op determinism
+#: setting accepts it; the value drawn is never used)
+_ANCHOR_SEED = 7
 
 
 def _one_example(function: Callable, specs: Sequence):
@@ -126,6 +131,8 @@ class TensorFlowBackend:
         self.traces = 0
         #: run the staged machine op by op, not as a graph (`pcbatch.fuzz_eager`)
         self.run_eagerly = False
+        self._anchor = None  # while tracing under XLA: see `jit`
+        self._loop_depth = 0
 
     # -- types ------------------------------------------------------------------
     def type_of(self, t, preferred_dtype=None) -> TensorType:
@@ -382,20 +389,48 @@ class TensorFlowBackend:
         return array if array.shape == shape else tf.broadcast_to(array, shape)
 
     def while_loop(self, cond, body, state):
-        return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
+        if self._anchor is not None and not self._loop_depth:
+            state = tf.nest.map_structure(lambda t: tf.where(self._anchor, t, t), state)
+        self._loop_depth += 1
+        try:
+            return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
+        finally:
+            self._loop_depth -= 1
 
     def switch(self, index, branches, state):
-        """Runs ``branches[index]`` on ``state``: one ``tf.switch_case``.
+        """Runs ``branches[index]`` on ``state``.
 
-        Not the tree of run-at-most-once loops that JAX uses (`base.guarded_switch`):
-        under XLA it made Fibonacci over 1,000 n in [15, 20] 5x faster warm (0.45 s
-        against 2.29 s), but a NUTS test (8 chains, 700 draws) 5x slower (246 s against
-        48 s), and in graph mode without XLA every step slower (21.2 s against 5.3 s).
+        Under XLA: a flat row of loops that run at most once (`base.guarded_switch`),
+        updated in place. ``tf.switch_case`` copies every part of the state a step
+        passes through, twice (into the branch's outputs and back into the loop's), and
+        XLA's CPU runtime spreads those copies over threads: Fibonacci x100 took 8.6 ms
+        warm in most processes and 23 ms in others, against 2.3-3.8 ms; NUTS (100
+        chains, 50 draws) 15.6 s against 1.0 s. A binary tree of such loops, as on JAX,
+        runs as fast, but tf2xla's cost grows steeply with the loops' nesting (NUTS
+        compiled in 94 s against 17.5 s flat, 11.6 s with ``tf.switch_case``).
+
+        In graph mode without XLA: one ``tf.switch_case`` (there the loops made every
+        step slower: a NUTS test took 21.2 s against 5.3 s).
         """
-        return tf.switch_case(index, [lambda b=b: b(state) for b in branches])
+        if not self._under_xla:
+            return tf.switch_case(index, [lambda b=b: b(state) for b in branches])
+        return base.guarded_switch(self, index, branches, state, fan_out=len(branches))
 
     def jit(self, function: Callable) -> Callable:
-        compiled = tf.function(function, jit_compile=self.jit_compile, autograph=False)
+        def anchored(inputs, *rest):
+            # tf2xla folds constants into loop bodies, and fails ("Cannot find body
+            # function ..._const_0") when a constant reaches a loop through a row of
+            # earlier loops that pass it on unchanged, as the flat dispatch does with the
+            # state a block leaves alone. The outermost loop's initial state is therefore
+            # selected by a value tf2xla does not fold (XLA drops the select).
+            draw = tf.random.uniform([], seed=_ANCHOR_SEED)  # stateful: never folded
+            self._anchor = draw >= 0.0 if self._under_xla else None
+            try:
+                return function(inputs, *rest)
+            finally:
+                self._anchor = None
+
+        compiled = tf.function(anchored, jit_compile=self.jit_compile, autograph=False)
 
         def call(inputs, *rest):
             # tf.function traces NumPy arrays apart from tensors of the same shape and
