@@ -11,10 +11,10 @@ The block a step runs is the lowest program counter, or for a dynamic policy
 or a program with sync points the one `vm.policy.choose` picks (its per-block
 wait counts ride in the loop state).
 
-On JAX the dispatch copies nothing it passes through: it is a tree of loops that
-run at most once (`backends.base.guarded_switch`), whose state XLA updates in
-place, so a step costs what its block touches. TensorFlow dispatches with one
-``tf.switch_case``.
+Under XLA the dispatch copies nothing it passes through: it is a tree of loops
+that run at most once (`backends.base.guarded_switch`; binary on JAX, one flat row
+on TensorFlow), whose state XLA updates in place, so a step costs what its block
+touches. TensorFlow without XLA dispatches with one ``tf.switch_case``.
 
 Stack overflow cannot raise inside the staged loop: it sets a flag (and records
 the block), the loop stops, and the caller raises after the run.

@@ -104,3 +104,40 @@ def test_elementwise_and_vectorized_primitives_agree_with_dry_run(jit_compile, m
     got = scaled_or_stacked(x, backend=TensorFlowBackend(jit_compile=jit_compile))
     np.testing.assert_array_equal(np.asarray(got), scaled_or_stacked(x, dry_run=True))
     assert uses  # the stack's primitive still maps over the examples
+
+
+@pytest.mark.parametrize("dispatch", ["loops", "switch"])
+def test_both_xla_dispatches_match_numpy(dispatch):
+    backend = TensorFlowBackend(jit_compile=True, dispatch=dispatch)
+    n = np.array([3, 9, 1, 12, 0])
+    np.testing.assert_array_equal(np.asarray(fib(n, backend=backend)), fib(n))
+    m = np.arange(23)
+    np.testing.assert_array_equal(
+        np.asarray(is_even(m, backend=backend, max_stack_depth=2)), m % 2 == 0
+    )
+    starts = np.array([6, 7, 27, 1])
+    np.testing.assert_array_equal(
+        np.asarray(collatz(starts, backend=backend)), collatz(starts)
+    )
+
+
+def test_flat_dispatch_compiles_inside_a_users_xla_function_on_constants():
+    # A constant that reaches a row of loops unchanged made tf2xla fail ("Cannot find
+    # body function ..._const_0") on programs of three blocks or more, as is_even is.
+    backend = TensorFlowBackend(jit_compile=True)
+
+    @tf.function(jit_compile=True, autograph=False)
+    def evens_of_constants():
+        return is_even(tf.constant([3, 4, 5]), backend=backend, max_stack_depth=2)
+
+    @tf.function(jit_compile=True, autograph=False)
+    def evens(x):
+        return is_even(x, backend=backend, max_stack_depth=2)
+
+    np.testing.assert_array_equal(evens_of_constants().numpy(), [False, True, False])
+    np.testing.assert_array_equal(evens(tf.range(6)).numpy(), np.arange(6) % 2 == 0)
+
+
+def test_unknown_dispatch_is_rejected():
+    with pytest.raises(ValueError, match="dispatch='tree'"):
+        TensorFlowBackend(dispatch="tree")
