@@ -91,6 +91,26 @@ def test_the_compiled_step_copies_no_buffer(fn):
     assert not _copies_in_loops(hlo, buffer)
 
 
+@pytest.mark.parametrize("dispatch", ["loops", "switch"])
+def test_tensorflow_xla_step_copies_no_buffer_but_through_switch_case(dispatch):
+    """TensorFlow's default dispatch copies nothing either; ``tf.switch_case`` does."""
+    tf = pytest.importorskip("tensorflow")
+    from pcbatch.backends.tensorflow import TensorFlowBackend
+    from pcbatch.vm import staged
+
+    args = _args(4)
+    tf_backend = TensorFlowBackend(dispatch=dispatch)
+    record(*args, backend=tf_backend)
+    ((program, compiled, _),) = tf_backend.compile_cache.values()
+    inputs = tf.nest.map_structure(
+        tf.convert_to_tensor, staged._with_batch_dims(program, list(args))
+    )
+    hlo = compiled.traced.experimental_get_compiler_ir(inputs)(stage="optimized_hlo")
+    buffer = f"f64[32,{LENGTH}]"
+    assert buffer in hlo
+    assert bool(_copies_in_loops(hlo, buffer)) == (dispatch == "switch")
+
+
 def _copies_in_loops(hlo: str, shape: str) -> list:
     """The copies of arrays of ``shape`` outside the entry computation (which sets up
     the loop state once): in the loop body, the dispatch and the blocks."""

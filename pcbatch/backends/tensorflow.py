@@ -15,6 +15,7 @@ TensorFlow-internal modules.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -53,13 +54,26 @@ _DISPATCHES = ("loops", "switch")
 _ANCHOR_SEED = 7
 
 
+#: one-example traces by the NumPy-written function they adapt, then by argument specs
+_EXAMPLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _one_example(function: Callable, specs: Sequence):
-    """``function`` traced on one example of ``specs`` (a concrete function)."""
-    # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
-    traced = tf.function(
-        lambda *args: map_pattern(tf.convert_to_tensor, function(*args)), autograph=False
-    )
-    return traced.get_concrete_function(*specs)
+    """``function`` traced on one example of ``specs`` (a concrete function).
+
+    Traced once per function and specs: type inference and `_ElementwiseCheck` ask for
+    the same trace, each through an adapter of their own (``__wrapped__`` names the
+    function both adapt).
+    """
+    by_specs = _EXAMPLES.setdefault(getattr(function, "__wrapped__", function), {})
+    key = repr(tf.nest.map_structure(lambda s: (tuple(s.shape), s.dtype.name), list(specs)))
+    if key not in by_specs:
+        # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
+        traced = tf.function(
+            lambda *args: map_pattern(tf.convert_to_tensor, function(*args)), autograph=False
+        )
+        by_specs[key] = traced.get_concrete_function(*specs)
+    return by_specs[key]
 
 
 class _ElementwiseCheck:
@@ -457,6 +471,7 @@ class TensorFlowBackend:
             inputs = tf.nest.map_structure(tf.convert_to_tensor, inputs)
             return function(inputs, *rest) if self.run_eagerly else compiled(inputs, *rest)
 
+        call.traced = compiled  # the tf.function, for inspection (its XLA program)
         return call
 
     def to_host(self, value) -> Any:

@@ -106,6 +106,12 @@ def plan_for(program, refill: bool = False) -> Plan | None:
     )
 
 
+def entry_runs_once(program) -> bool:
+    """Whether no block leads to main's entry (block 0): threads are there only at the
+    start, all of them together, so it can run once before the loop (`vm.staged`)."""
+    return bool(_start_only(_reachability(program))[0])
+
+
 def _start_only(reach: np.ndarray) -> np.ndarray:
     """Blocks no block leads to: only main's entry, where threads start (jump threading
     often leaves a recursive main's entry so, its test copied into every call).

@@ -217,6 +217,17 @@ class StagedMachine:
             from pcbatch.vm.refill import StagedRefill
 
             self.refill = StagedRefill(self, *refill_plan)
+        # Main's entry, when no block leads back to it, runs once before the loop (the
+        # first step, as the loop would run it): the dispatch has one branch fewer to
+        # compile and to test every step. Not with refill (threads start later too), a
+        # plan (whose choice would skip a step's bookkeeping) or a step limit of 0.
+        self.prologue = (
+            self.halt > 1
+            and self.plan is None
+            and self.refill is None
+            and (max_steps is None or max_steps > 0)
+            and policy.entry_runs_once(program)
+        )
 
     @property
     def sanitize(self) -> bool:
@@ -357,6 +368,17 @@ class StagedMachine:
                 state["compacted"] = ops.zeros((len(self.compaction.widths),), ops.index_dtype)
         return state
 
+    def advance(self, s: dict, run_block) -> dict:
+        """One step: ``run_block`` on ``s``, and the step's bookkeeping around it."""
+        ops = self.ops
+        if self.profiling:
+            live = ops.count(s["pc"]["top"] < self.halt)
+            s = dict(s, live_sum=s["live_sum"] + ops.float(live))
+        s = run_block(s)
+        if self.refill is not None:
+            s = self.refill.after_step(s)
+        return dict(s, steps=s["steps"] + 1)
+
     def run(self, inputs: list, live=None):
         """The staged computation: inputs -> (outputs, final state)."""
         ops = self.ops
@@ -369,24 +391,21 @@ class StagedMachine:
                 going = going & (s["steps"] < self.max_steps)
             return going
 
+        first = 1 if self.prologue else 0
+
         def step(s):
             if self.plan is None:
                 block = ops.reduce_min(s["pc"]["top"])
             else:
                 block, wait = policy.choose(ops, self.plan, s["pc"]["top"], s["wait"])
                 s = dict(s, wait=wait)
-            if self.profiling:
-                s = dict(
-                    s, live_sum=s["live_sum"] + ops.float(ops.count(s["pc"]["top"] < self.halt))
-                )
-            s = ops.switch(block, self.blocks, s)
-            if self.refill is not None:
-                s = self.refill.after_step(s)
-            return dict(s, steps=s["steps"] + 1)
+            return self.advance(s, lambda s: ops.switch(block - first, self.blocks[first:], s))
 
         # An empty batch has no block to run (and no minimum to take): its outputs
         # are the initial, empty values.
         empty = self.layout.batch_size == 0
+        if self.prologue and not empty:
+            state = self.advance(state, self.blocks[0])
         final = state if empty else ops.while_loop(keep_going, step, state)
         if self.refill is not None:
             return tuple(self.refill.outputs(final)), final

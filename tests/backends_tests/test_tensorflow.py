@@ -141,3 +141,28 @@ def test_flat_dispatch_compiles_inside_a_users_xla_function_on_constants():
 def test_unknown_dispatch_is_rejected():
     with pytest.raises(ValueError, match="dispatch='tree'"):
         TensorFlowBackend(dispatch="tree")
+
+
+def test_profile_counts_and_step_limit_with_the_entry_run_before_the_loop():
+    # Fibonacci's and Collatz's entries run once, before the staged loop: still one step
+    # and one block execution each, as on NumPy.
+    from pcbatch.vm import policy
+
+    backend = TensorFlowBackend(jit_compile=True)
+    n = np.array([6, 7, 8, 7])
+    with pcbatch.profile() as tf_prof:
+        fib(n, backend=backend)
+    with pcbatch.profile() as numpy_prof:
+        fib(n)
+    assert tf_prof.block_executions == numpy_prof.block_executions
+    assert tf_prof.primitive_counts == numpy_prof.primitive_counts
+    program = fib.context.lowered_for_args(fib.name, (n,), backend)
+    assert policy.entry_runs_once(program)
+    starts = np.array([6, 1])
+    with pcbatch.profile() as steps:
+        collatz(starts)
+    needed = steps.block_executions
+    assert collatz(starts, backend=backend, max_steps=needed).numpy().tolist() == [8, 0]
+    for too_few in (1, needed - 1):
+        with pytest.raises(pcbatch.StepLimitError):
+            collatz(starts, backend=backend, max_steps=too_few)
