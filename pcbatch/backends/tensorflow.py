@@ -134,8 +134,8 @@ class TensorFlowBackend:
       dispatch: how a step picks its block under XLA (see `switch`). ``"loops"``
         (default): a row of loops that run at most once, updating the state in place;
         fastest per step. ``"switch"``: one ``tf.switch_case``, which copies the state
-        every step but compiles a little faster (Fibonacci x100, first call: about
-        0.42 s against 0.55 s). Without XLA the dispatch is always ``"switch"``.
+        every step but compiles a little faster (Fibonacci x100, first call: 0.42-0.55 s
+        against 0.52-0.60 s). Without XLA the dispatch is always ``"switch"``.
     """
 
     name = "tensorflow"
