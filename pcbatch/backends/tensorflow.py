@@ -456,8 +456,9 @@ class TensorFlowBackend:
             # earlier loops that pass it on unchanged, as the flat dispatch does with the
             # state a block leaves alone. The outermost loop's initial state is therefore
             # selected by a value tf2xla does not fold (XLA drops the select).
-            draw = tf.random.uniform([], seed=_ANCHOR_SEED)  # stateful: never folded
-            self._anchor = draw >= 0.0 if self._under_xla else None
+            if self._under_xla:
+                draw = tf.random.uniform([], seed=_ANCHOR_SEED)  # stateful: never folded
+                self._anchor = draw >= 0.0
             try:
                 return function(inputs, *rest)
             finally:
