@@ -15,6 +15,7 @@ TensorFlow-internal modules.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -164,8 +165,9 @@ class TensorFlowBackend:
         self.traces = 0
         #: run the staged machine op by op, not as a graph (`pcbatch.fuzz_eager`)
         self.run_eagerly = False
-        self._anchor = None  # while tracing under XLA: see `jit`
-        self._loop_depth = 0
+        # While tracing under XLA (see `jit`): per thread, as two threads may trace on
+        # one backend at once.
+        self._tracing = threading.local()
 
     # -- types ------------------------------------------------------------------
     def type_of(self, t, preferred_dtype=None) -> TensorType:
@@ -422,13 +424,15 @@ class TensorFlowBackend:
         return array if array.shape == shape else tf.broadcast_to(array, shape)
 
     def while_loop(self, cond, body, state):
-        if self._anchor is not None and not self._loop_depth:
-            state = tf.nest.map_structure(lambda t: tf.where(self._anchor, t, t), state)
-        self._loop_depth += 1
+        tracing = self._tracing
+        anchor, depth = getattr(tracing, "anchor", None), getattr(tracing, "depth", 0)
+        if anchor is not None and not depth:  # the outermost loop (see `jit`)
+            state = tf.nest.map_structure(lambda t: tf.where(anchor, t, t), state)
+        tracing.depth = depth + 1
         try:
             return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
         finally:
-            self._loop_depth -= 1
+            tracing.depth = depth
 
     def switch(self, index, branches, state):
         """Runs ``branches[index]`` on ``state``.
@@ -458,11 +462,11 @@ class TensorFlowBackend:
             # selected by a value tf2xla does not fold (XLA drops the select).
             if self._under_xla:
                 draw = tf.random.uniform([], seed=_ANCHOR_SEED)  # stateful: never folded
-                self._anchor = draw >= 0.0
+                self._tracing.anchor = draw >= 0.0
             try:
                 return function(inputs, *rest)
             finally:
-                self._anchor = None
+                self._tracing.anchor = None
 
         compiled = tf.function(anchored, jit_compile=self.jit_compile, autograph=False)
 

@@ -166,3 +166,16 @@ def test_profile_counts_and_step_limit_with_the_entry_run_before_the_loop():
     for too_few in (1, needed - 1):
         with pytest.raises(pcbatch.StepLimitError):
             collatz(starts, backend=backend, max_steps=too_few)
+
+
+def test_two_threads_compile_on_one_backend_at_once():
+    # The anchor of `jit` lives per thread while a program is traced.
+    from concurrent.futures import ThreadPoolExecutor
+
+    backend = TensorFlowBackend(jit_compile=True)
+    sizes = [5, 6, 7, 8]
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda k: is_even(np.arange(k), backend=backend,
+                                               max_stack_depth=2), sizes))
+    for k, result in zip(sizes, runs):
+        np.testing.assert_array_equal(np.asarray(result), np.arange(k) % 2 == 0)
