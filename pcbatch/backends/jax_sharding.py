@@ -34,7 +34,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 #: per-shard results of the staged run combined by other rules than a sum
-_SPECIAL = ("overflow", "overflow_block", "pc")
+_SPECIAL = ("pc", "steps")
 
 
 class BatchSharding:
@@ -154,13 +154,10 @@ def _pad(x, batch: int, padded: int):
 
 def combine(info: dict, batch: int) -> dict:
     """The per-shard results (leading axis: shard) as one run's, plus ``shard_steps``."""
-    overflow = info["overflow"]
-    combined = {
-        "overflow": jnp.any(overflow),
-        "overflow_block": info["overflow_block"][jnp.argmax(overflow)],
-        "pc": info["pc"].reshape(-1)[:batch],
-        "shard_steps": info["steps"],
-    }
+    combined = {"pc": info["pc"].reshape(-1)[:batch]}
+    if "steps" in info:  # counted for a profile or a step limit
+        combined["steps"] = jnp.sum(info["steps"], axis=0)
+        combined["shard_steps"] = info["steps"]
     for key, value in info.items():
         if key not in _SPECIAL:
             combined[key] = jnp.sum(value, axis=0, dtype=value.dtype)

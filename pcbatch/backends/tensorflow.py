@@ -50,6 +50,11 @@ _ELEMENTWISE_OPS = frozenset(
 
 _DISPATCHES = ("loops", "switch")
 
+#: under XLA, a stack of at most this many entries is pushed to by a select over all of
+#: it rather than a scatter (`TensorFlowBackend._select_rows`): fewer kernels to compile,
+#: at a cost per push that grows with the stack (a scatter's grows with the batch)
+SELECT_WRITE_MAX = 1 << 14
+
 #: the op seed of `TensorFlowBackend.jit`'s anchor (fixed, so that a user's op determinism
 #: setting accepts it; the value drawn is never used)
 _ANCHOR_SEED = 7
@@ -337,6 +342,8 @@ class TensorFlowBackend:
         """``stack[depth[b], rows[b]] = values[b]`` (``rows``: all, in order, if None;
         distinct); entries whose depth is out of range keep theirs."""
         values = tf.cast(values, stack.dtype)
+        if rows is None and self._under_xla and stack.shape.num_elements() <= SELECT_WRITE_MAX:
+            return self._select_rows(stack, depth, values)
         if self._under_xla:  # XLA's scatter skips indices out of range
             indices = self._row_indices(stack, depth, rows, clip=False)
             return tf.tensor_scatter_nd_update(stack, indices, values)
@@ -345,6 +352,15 @@ class TensorFlowBackend:
         current = tf.gather_nd(stack, indices)
         updates = self.where(depth < stack.shape[0], values, current)
         return tf.tensor_scatter_nd_update(stack, indices, updates)
+
+    def _select_rows(self, stack, depth, values):
+        """`scatter_rows` as one select over the whole stack: XLA compiles it as one
+        kernel, fused with what computes ``depth`` and ``values``, where a scatter is
+        three (its indices, its updates, itself); each costs about 10 ms to compile."""
+        trailing = [1] * (stack.shape.rank - 2)
+        levels = np.arange(stack.shape[0], dtype=np.int32).reshape([-1, 1, *trailing])
+        hit = tf.equal(levels, tf.reshape(tf.cast(depth, tf.int32), [1, -1, *trailing]))
+        return tf.where(hit, tf.expand_dims(values, 0), stack)
 
     def take(self, array, index):
         """``array[index]`` along the first axis (``index`` in range)."""
@@ -459,10 +475,13 @@ class TensorFlowBackend:
             # function ..._const_0") when a constant reaches a loop through a row of
             # earlier loops that pass it on unchanged, as the flat dispatch does with the
             # state a block leaves alone. The outermost loop's initial state is therefore
-            # selected by a value tf2xla does not fold (XLA drops the select).
+            # selected by a value tf2xla does not fold: a test on a stateful random draw.
+            # The draw is empty, so XLA, which folds what has no elements, reduces the
+            # test to True and the selects to nothing (a scalar draw cost a kernel per
+            # constant leaf, each repeating the generator).
             if self._under_xla:
-                draw = tf.random.uniform([], seed=_ANCHOR_SEED)  # stateful: never folded
-                self._tracing.anchor = draw >= 0.0
+                draw = tf.random.uniform([0], seed=_ANCHOR_SEED)  # stateful: never folded
+                self._tracing.anchor = tf.reduce_all(draw >= 0.0)
             try:
                 return function(inputs, *rest)
             finally:

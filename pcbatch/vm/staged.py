@@ -16,8 +16,11 @@ that run at most once (`backends.base.guarded_switch`; binary on JAX, one flat r
 on TensorFlow), whose state XLA updates in place, so a step costs what its block
 touches. TensorFlow without XLA dispatches with one ``tf.switch_case``.
 
-Stack overflow cannot raise inside the staged loop: it sets a flag (and records
-the block), the loop stops, and the caller raises after the run.
+Stack overflow cannot raise inside the staged loop. A row whose push overflows gets
+the program counter ``-1 - block`` (below every block), so the step's choice of the
+next block falls below zero and the loop stops; the caller finds those rows after the
+run and raises. (No flag of its own: a flag costs a reduction per pushing block, and on
+CPU every reduction is kernels for XLA to compile.)
 """
 
 from __future__ import annotations
@@ -54,6 +57,12 @@ from pcbatch.vm import compact, policy
 PC = "__pc__"
 #: where a block's pushes leave their overflowing rows (in its env: no variable's name)
 OVERFLOWING = "__overflowing_rows__"
+
+
+def overflowed_at(block: int) -> int:
+    """The program counter of a row whose push overflowed in ``block``, and back again
+    (``-1 - x`` is its own inverse): below zero, so no block runs it."""
+    return -1 - block
 
 
 @dataclasses.dataclass(frozen=True)
@@ -256,20 +265,18 @@ class StagedMachine:
         return dict(leaf, top=ops.where(mask, saved, leaf["top"]), depth=depth)
 
     def flag_overflow(self, state: dict, overflowing: list, block: int) -> dict:
-        """``state`` flagged if a row of ``overflowing`` (a block's pushes) overflowed.
+        """``state`` with the rows in ``overflowing`` (a block's pushes) at the program
+        counter `overflowed_at` ``block``: the loop stops after this step.
 
-        One reduction a block, not one a push: on CPU each is a kernel of its own to
-        compile (two under TensorFlow), and a call block pushes a variable or more
-        besides the program counter."""
+        Elementwise, so XLA fuses it into the block's own update of the program
+        counters: no reduction, no kernel of its own."""
         if not overflowing:
             return state
         ops = self.ops
-        overflow = ops.any(functools.reduce(operator.or_, overflowing))
-        first = overflow & ~state["overflow"]
-        state = dict(state)
-        state["overflow_block"] = ops.where(first, block, state["overflow_block"])
-        state["overflow"] = state["overflow"] | overflow
-        return state
+        rows = functools.reduce(operator.or_, overflowing)
+        pc = state["pc"]
+        top = ops.where(rows, ops.scalar_int(overflowed_at(block)), pc["top"])
+        return dict(state, pc=dict(pc, top=top))
 
     # -- control ------------------------------------------------------------------
     def terminate(self, state, block: int, env, mask, read) -> dict:
@@ -347,13 +354,9 @@ class StagedMachine:
         pc["stack"] = ops.scatter_rows(
             pc["stack"], ops.zeros((b,), ops.index_dtype), ops.full_pc(b, self.halt)
         )
-        state = {
-            "pc": pc,
-            "vars": variables,
-            "overflow": ops.false(),
-            "overflow_block": ops.scalar_int(-1),
-            "steps": ops.scalar_int(0),
-        }
+        state = {"pc": pc, "vars": variables}
+        if self.counts_steps:
+            state["steps"] = ops.scalar_int(0)
         if self.plan is not None:
             state["wait"] = policy.initial_wait(ops, self.plan)
         if self.refill is not None:
@@ -377,7 +380,28 @@ class StagedMachine:
         s = run_block(s)
         if self.refill is not None:
             s = self.refill.after_step(s)
-        return dict(s, steps=s["steps"] + 1)
+        return dict(s, steps=s["steps"] + 1) if self.counts_steps else s
+
+    @property
+    def counts_steps(self) -> bool:
+        """Whether the loop state counts steps: for a step limit or a profile only (on
+        CPU the count is a kernel for XLA to compile)."""
+        return self.max_steps is not None or self.profiling
+
+    def choose_next(self, s: dict) -> dict:
+        """``s`` with ``block``: the block the next step runs; below zero after a stack
+        overflow, `halt` when every thread has halted.
+
+        Chosen at the end of a step, not the start of the next, so that the loop's
+        condition reads it rather than reducing the program counters again."""
+        ops, pc = self.ops, s["pc"]["top"]
+        if self.plan is None:
+            return dict(s, block=ops.reduce_min(pc))
+        # Overflowed rows (negative) count as block 0 for the choice, which is then
+        # overridden: the loop stops.
+        block, wait = policy.choose(ops, self.plan, ops.maximum(pc, 0), s["wait"])
+        block = ops.where(ops.reduce_min(pc) < 0, ops.scalar_int(-1), block)
+        return dict(s, block=block, wait=wait)
 
     def run(self, inputs: list, live=None):
         """The staged computation: inputs -> (outputs, final state)."""
@@ -385,8 +409,7 @@ class StagedMachine:
         state = self.initial_state(inputs, live)
 
         def keep_going(s):
-            live = ops.any(s["pc"]["top"] < self.halt)
-            going = live & ~s["overflow"]
+            going = (s["block"] >= 0) & (s["block"] < self.halt)
             if self.max_steps is not None:
                 going = going & (s["steps"] < self.max_steps)
             return going
@@ -394,19 +417,16 @@ class StagedMachine:
         first = 1 if self.prologue else 0
 
         def step(s):
-            if self.plan is None:
-                block = ops.reduce_min(s["pc"]["top"])
-            else:
-                block, wait = policy.choose(ops, self.plan, s["pc"]["top"], s["wait"])
-                s = dict(s, wait=wait)
-            return self.advance(s, lambda s: ops.switch(block - first, self.blocks[first:], s))
+            block = s["block"] - first
+            s = self.advance(s, lambda s: ops.switch(block, self.blocks[first:], s))
+            return self.choose_next(s)
 
         # An empty batch has no block to run (and no minimum to take): its outputs
         # are the initial, empty values.
         empty = self.layout.batch_size == 0
         if self.prologue and not empty:
             state = self.advance(state, self.blocks[0])
-        final = state if empty else ops.while_loop(keep_going, step, state)
+        final = state if empty else ops.while_loop(keep_going, step, self.choose_next(state))
         if self.refill is not None:
             return tuple(self.refill.outputs(final)), final
         outputs = []
@@ -530,7 +550,7 @@ def _traced(staged: StagedMachine, backend):
     def run(inputs, live=None):
         backend.traces += 1  # runs only while tracing: counts compilations
         outputs, final = staged.run(inputs, live)
-        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "refill")}
+        info = {k: v for k, v in final.items() if k not in ("vars", "pc", "refill", "block")}
         info["pc"] = final["pc"]["top"]
         return outputs, info
 
@@ -541,8 +561,10 @@ def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> 
     from pcbatch.errors import StackOverflowError
     from pcbatch.vm import machine
 
-    if bool(backend.to_host(info["overflow"])):
-        block = program.graph.blocks[int(backend.to_host(info["overflow_block"]))]
+    pcs = backend.to_host(info["pc"])
+    overflowed = np.flatnonzero(pcs < 0)
+    if overflowed.size:
+        block = program.graph.blocks[overflowed_at(int(pcs[overflowed[0]]))]
         function = machine.overflowing_function(program, block, machine._owners(program))
         host_args = [backend.to_host(a) if not is_pattern_node(a) else a for a in args]
         rows = np.arange(machine.batch_size_of(program, host_args))
@@ -553,7 +575,6 @@ def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> 
             max_stack_depth=max_stack_depth,
             suggested_depth=suggested,
         )
-    pcs = backend.to_host(info["pc"])
     if max_steps is not None and (pcs < staged.halt).any():
         raise machine.step_limit_error(program, pcs, max_steps)
 
