@@ -6,6 +6,7 @@ The oracle is ``dry_run``; every test runs on every backend. Counts come from
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import numpy as np
@@ -18,6 +19,7 @@ from pcbatch.vm import policy
 from tests import backends
 from tests.programs import sync_programs as sp
 from tests.programs.python_corpus import PY_CORPUS_BY_NAME
+from tests.reliability import bad_src
 
 # Control-flow shapes where policies differ: recursion, loops with if/else, early exits.
 SAMPLE = ("fib", "gcd_sub", "bisection", "partitions", "find_factor_pair", "nuts_trajectories")
@@ -143,6 +145,15 @@ def test_most_threads_runs_the_fullest_block_and_bounds_starvation():
     assert policy.choose(policy.NUMPY_OPS, plan, halted, np.zeros(3, int))[0] == 3
 
 
+def test_a_thread_whose_stack_overflowed_stops_the_choice():
+    """A staged run marks an overflowed thread with a negative program counter: the
+    choice is then -1 (the loop stops), whatever the other threads hold."""
+    pc = np.array([0, 1, -3, 1])
+    for plan, unless in ((_plan(3), 1), (dataclasses.replace(_plan(3), greedy=False), 0)):
+        assert policy.choose(policy.NUMPY_OPS, plan, pc, np.zeros(3, int))[0] == -1
+        assert policy.choose(policy.NUMPY_OPS, plan, pc[pc >= 0], np.zeros(3, int))[0] == unless
+
+
 def test_most_threads_waits_for_arriving_threads_and_keeps_order_in_recursion():
     arrivals = np.zeros((3, 3), bool)
     arrivals[0, 2] = True  # threads at block 0 may still arrive at block 2
@@ -174,3 +185,17 @@ def test_the_numpy_scheduler_follows_the_staged_rule():
             expected, wait = policy.choose(policy.NUMPY_OPS, plan, pc, wait)
             assert scheduler.next_block(pc) == expected
             np.testing.assert_array_equal(scheduler.wait_array(), wait)
+
+
+@pytest.mark.parametrize("backend_name", backends.BACKEND_NAMES)
+def test_stack_overflow_with_and_without_a_plan_names_the_function(backend_name):
+    """Staged runs stop at an overflowed thread whether a plan picks each block or the
+    lowest program counter does (a recursion whose entry only starts threads)."""
+    options = {} if backend_name == "numpy" else {"backend": backends.backend(backend_name)}
+    n = np.array([3, 20, 5])
+    for fn, planned in ((PY_CORPUS_BY_NAME["fib"].fn, False), (bad_src.deep, True)):
+        lowered = fn.context.lowered_for_args(fn.name, [n])
+        assert (policy.plan_for(lowered) is not None) == planned
+        with pytest.raises(pcbatch.StackOverflowError) as info:
+            fn(n, max_stack_depth=4, **options)
+        assert info.value.function == fn.name

@@ -26,6 +26,17 @@ from typing import Any, Protocol
 
 from pcbatch.ir.types import TensorType, Type, VariableAllocation
 
+#: Under XLA on CPU every kernel costs about 7 ms to compile (10-25 ms of CPU time,
+#: however small), so small programs compile in time proportional to their kernels. A
+#: stack of at most this many entries is pushed to by one select over all of it (one
+#: kernel, fused with what computes the row's depth and value) rather than a scatter
+#: (three: its indices, its updates, itself); the select's cost per push grows with the
+#: stack, the scatter's with the batch.
+SELECT_WRITE_MAX = 1 << 14
+#: A bincount of at most this many entries times bins is a product with a one-hot
+#: table (one kernel; the product is a library call) rather than a scatter-add (four).
+ONE_HOT_MAX = 1 << 14
+
 
 class Lanes(Protocol):
     """The threads that execute one block: a row index or a mask."""

@@ -159,6 +159,11 @@ class JaxBackend:
         return jnp.min(x)
 
     def bincount(self, x, length: int):
+        """Per value in ``[0, length)``, how many entries of ``x`` hold it (others: none);
+        small, as a product with a one-hot table (`base.ONE_HOT_MAX`)."""
+        if x.size * length <= base.ONE_HOT_MAX:
+            onehot = (x[:, None] == jnp.arange(length, dtype=x.dtype)).astype(jnp.int32)
+            return jnp.ones(x.shape, jnp.int32) @ onehot
         return jnp.bincount(x, length=length).astype(self.index_dtype)
 
     def argmax(self, x):
@@ -171,8 +176,15 @@ class JaxBackend:
     def scatter_rows(self, stack, depth, values, rows=None):
         """``stack[depth[b], rows[b]] = values[b]`` (``rows``: all, in order, if None);
         entries whose depth or row is out of range are skipped."""
+        values = values.astype(stack.dtype)
+        if rows is None and stack.size <= base.SELECT_WRITE_MAX:  # one kernel, not three
+            trailing = (1,) * (stack.ndim - 2)
+            hit = jnp.arange(stack.shape[0]).reshape((-1, 1, *trailing)) == depth.reshape(
+                (1, -1, *trailing)
+            )
+            return jnp.where(hit, values[None], stack)
         rows = jnp.arange(stack.shape[1]) if rows is None else rows
-        return stack.at[depth, rows].set(values.astype(stack.dtype), mode="drop")
+        return stack.at[depth, rows].set(values, mode="drop")
 
     # -- compaction (`pcbatch.vm.compact`) ----------------------------------------
     def active_rows(self, mask, width: int):

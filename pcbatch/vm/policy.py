@@ -152,10 +152,16 @@ def choose(ops, plan: Plan, pc, wait):
     Args:
       ops: array operations (`NUMPY_OPS`, or a staged backend).
       plan: from `plan_for`.
-      pc: every thread's program counter (``plan.halt`` for halted threads).
+      pc: every thread's program counter (``plan.halt`` for halted threads; below zero
+        for a thread whose push overflowed its stack, which stops the run: the block is
+        then -1).
       wait: per block, the steps it has held threads without running.
     """
-    counts = ops.bincount(pc, plan.halt + 1)[: plan.halt]
+    # Overflowed threads are counted in a bin of their own (one count, not a reduction
+    # of their own: in a staged loop each reduction is kernels for XLA to compile).
+    counts = ops.bincount(ops.where(pc < 0, plan.halt + 1, pc), plan.halt + 2)
+    overflowed = counts[plan.halt + 1] > 0
+    counts = counts[: plan.halt]
     holding = counts > 0
     eligible = holding
     for s, blockers, onehot in zip(plan.sync_blocks, plan.sync_blockers, plan.sync_onehots):
@@ -170,6 +176,7 @@ def choose(ops, plan: Plan, pc, wait):
         exiting = holding & plan.exits
         block = ops.where(ops.any(exiting), ops.argmax(exiting), block)
     block = ops.where(ops.any(holding), block, plan.halt)
+    block = ops.where(overflowed, -1, block)
     waited = holding & (ops.arange(plan.halt) != block)
     return block, ops.where(waited, wait + 1, 0)
 

@@ -388,6 +388,15 @@ class StagedMachine:
         CPU the count is a kernel for XLA to compile)."""
         return self.max_steps is not None or self.profiling
 
+    def first_block(self, live):
+        """The first step's block, without running the policy: every thread starts at
+        main's entry (the policy picks it, and its wait counts stay zero), unless none is
+        ``live``."""
+        ops = self.ops
+        if live is None:
+            return ops.scalar_int(0)
+        return ops.where(ops.any(live), ops.scalar_int(0), ops.scalar_int(self.halt))
+
     def choose_next(self, s: dict) -> dict:
         """``s`` with ``block``: the block the next step runs; below zero after a stack
         overflow, `halt` when every thread has halted.
@@ -397,10 +406,7 @@ class StagedMachine:
         ops, pc = self.ops, s["pc"]["top"]
         if self.plan is None:
             return dict(s, block=ops.reduce_min(pc))
-        # Overflowed rows (negative) count as block 0 for the choice, which is then
-        # overridden: the loop stops.
-        block, wait = policy.choose(ops, self.plan, ops.maximum(pc, 0), s["wait"])
-        block = ops.where(ops.reduce_min(pc) < 0, ops.scalar_int(-1), block)
+        block, wait = policy.choose(ops, self.plan, pc, s["wait"])
         return dict(s, block=block, wait=wait)
 
     def run(self, inputs: list, live=None):
@@ -425,8 +431,10 @@ class StagedMachine:
         # are the initial, empty values.
         empty = self.layout.batch_size == 0
         if self.prologue and not empty:
-            state = self.advance(state, self.blocks[0])
-        final = state if empty else ops.while_loop(keep_going, step, self.choose_next(state))
+            state = self.choose_next(self.advance(state, self.blocks[0]))
+        elif not empty:
+            state = dict(state, block=self.first_block(live))
+        final = state if empty else ops.while_loop(keep_going, step, state)
         if self.refill is not None:
             return tuple(self.refill.outputs(final)), final
         outputs = []
