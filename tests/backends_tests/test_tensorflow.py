@@ -138,6 +138,19 @@ def test_flat_dispatch_compiles_inside_a_users_xla_function_on_constants():
     np.testing.assert_array_equal(evens(tf.range(6)).numpy(), np.arange(6) % 2 == 0)
 
 
+def test_the_anchor_leaves_nothing_for_xla_to_run():
+    """The anchor is an empty random draw: XLA folds its test, so no kernel reads the
+    generator's state (a scalar draw was inlined into a kernel per constant of the
+    initial state, each repeating the generator)."""
+    backend = TensorFlowBackend()
+    np.asarray(is_even(np.arange(6), backend=backend, max_stack_depth=2))
+    ((program, compiled, _),) = backend.compile_cache.values()
+    inputs = [tf.convert_to_tensor(np.arange(6))]
+    hlo = compiled.traced.experimental_get_compiler_ir(inputs)(stage="optimized_hlo")
+    readers = [line for line in hlo.splitlines() if "(%rng" in line or ", %rng" in line]
+    assert not readers, readers
+
+
 def test_unknown_dispatch_is_rejected():
     with pytest.raises(ValueError, match="dispatch='tree'"):
         TensorFlowBackend(dispatch="tree")
