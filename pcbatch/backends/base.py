@@ -102,7 +102,14 @@ class Backend(Protocol):
     def merge_shapes(self, s1: Any, s2: Any) -> Any: ...
 
 
-def guarded_switch(ops, index: Any, branches: Sequence[Callable], state: Any, fan_out: int = 2):
+def guarded_switch(
+    ops,
+    index: Any,
+    branches: Sequence[Callable],
+    state: Any,
+    fan_out: int = 2,
+    narrow: bool = False,
+):
     """Runs ``branches[index](state)`` as a tree of loops that run at most once.
 
     XLA gives every output of a conditional a buffer of its own, so a branch that
@@ -116,13 +123,21 @@ def guarded_switch(ops, index: Any, branches: Sequence[Callable], state: Any, fa
     entered when ``index`` lies in that run. A step tests about ``fan_out`` predicates
     per level: ``fan_out=2`` gives about 2 log2(N), ``fan_out >= N`` one flat row of N
     loops (TensorFlow's choice: tf2xla's cost grows steeply with the loops' nesting).
+
+    With ``narrow``, the loop around a single branch carries only the branch's `Part` of
+    the state (its ``part`` attribute, if it has one); the rest bypasses the loop.
     """
 
     def once(enter, branch: Callable, state):
         # The flag is made inside the body: a constant captured from outside would be
         # one more loop input for TensorFlow to carry.
-        body = lambda carry: (ops.false(), branch(carry[1]))
-        return ops.while_loop(lambda carry: carry[0], body, (enter, state))[1]
+        part = getattr(branch, "part", None) if narrow else None
+        if part is None:
+            body = lambda carry: (ops.false(), branch(carry[1]))
+            return ops.while_loop(lambda carry: carry[0], body, (enter, state))[1]
+        body = lambda carry: (ops.false(), part.of(branch(part.widen(state, carry[1]))))
+        carried = ops.while_loop(lambda carry: carry[0], body, (enter, part.of(state)))[1]
+        return part.widen(state, carried)
 
     def run(lo: int, hi: int, state):
         if hi - lo == 1:
@@ -131,7 +146,10 @@ def guarded_switch(ops, index: Any, branches: Sequence[Callable], state: Any, fa
         bounds = [lo + (hi - lo) * j // parts for j in range(parts + 1)]
         for start, stop in zip(bounds, bounds[1:]):
             enter = _within(index, start, stop, lo, hi)
-            state = once(enter, lambda s, a=start, b=stop: run(a, b, s), state)
+            if stop - start == 1:  # a loop around one branch (which may carry a part)
+                state = once(enter, branches[start], state)
+            else:
+                state = once(enter, lambda s, a=start, b=stop: run(a, b, s), state)
         return state
 
     return run(0, len(branches), state)
@@ -146,3 +164,14 @@ def _within(index, start: int, stop: int, lo: int, hi: int):
     if stop - start == 1:
         return index == start
     return (index >= start) & (index < stop)
+
+
+class Part(Protocol):
+    """The part of a loop state that a branch of `guarded_switch` reads or writes."""
+
+    def of(self, state: Any) -> Any:
+        """The part, taken from a whole state."""
+
+    def widen(self, state: Any, part: Any) -> Any:
+        """``state`` with ``part`` (taken from it, then changed) put back."""
+

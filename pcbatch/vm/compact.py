@@ -121,7 +121,7 @@ class Compaction:
         """``block`` run on the first ``widths[bucket]`` active rows (all of them, when
         this bucket is chosen)."""
         m = self.m
-        keys = _touched(m, block.block)
+        keys = touched(m, block.block)
 
         def run(state):
             rows = m.ops.active_rows(state["pc"]["top"] == block.index, self.widths[bucket])
@@ -134,7 +134,7 @@ class Compaction:
         return run
 
 
-def _touched(m, block) -> list:
+def touched(m, block) -> list:
     """The register keys ``block`` reads or writes (only those are gathered)."""
     names = set()
     for op in block.instructions:

@@ -100,6 +100,21 @@ def _unflatten(pattern: Any, values: list) -> Any:
     return build(pattern)
 
 
+class _Registers:
+    """The part of the loop state a block can read or change (`backends.base.Part`): all
+    of it but the registers the block never names, which a dispatch that carries parts
+    lets bypass the block's loop."""
+
+    def __init__(self, keys):
+        self.keys = frozenset(keys)
+
+    def of(self, state: dict) -> dict:
+        return dict(state, vars={k: v for k, v in state["vars"].items() if k in self.keys})
+
+    def widen(self, state: dict, part: dict) -> dict:
+        return dict(part, vars={**state["vars"], **part["vars"]})
+
+
 class _Block:
     """Traces one lowered block as a function of the loop state."""
 
@@ -111,12 +126,14 @@ class _Block:
             op.batched_function(machine.ops) if isinstance(op, PrimOp) and not op.is_copy else None
             for op in self.block.instructions
         ]
+        self.part = _Registers(compact.touched(machine, self.block))
 
     def __call__(self, state: dict) -> dict:
         """The state after the block."""
         m = self.m
+        before = state["vars"]
         state = dict(state)
-        state["vars"] = dict(state["vars"])
+        state["vars"] = dict(before)
         mask = state["pc"]["top"] == self.index
         env: dict = {}
         for op, function in zip(self.block.instructions, self.functions):
@@ -147,7 +164,15 @@ class _Block:
             state = m.count(
                 state, self.index, mask, len(self.functions) - self.functions.count(None)
             )
+        self.check_part(before, state["vars"])
         return state
+
+    def check_part(self, before: dict, after: dict) -> None:
+        """At trace time: the block changed no register outside its part (a dispatch
+        that carries parts would drop the change)."""
+        stray = [k for k, v in after.items() if k not in self.part.keys and v is not before[k]]
+        if stray:
+            raise AssertionError(f"block {self.block.label!r} changed {stray} outside its part")
 
     def set_items(self, state, env, op, mask) -> None:
         """Item assignment into the target's storage: a scatter of the active threads' items."""
