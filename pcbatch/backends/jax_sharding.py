@@ -34,7 +34,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 #: per-shard results of the staged run combined by other rules than a sum
-_SPECIAL = ("pc", "steps")
+_SPECIAL = ("pc",)
 
 
 class BatchSharding:
@@ -156,7 +156,6 @@ def combine(info: dict, batch: int) -> dict:
     """The per-shard results (leading axis: shard) as one run's, plus ``shard_steps``."""
     combined = {"pc": info["pc"].reshape(-1)[:batch]}
     if "steps" in info:  # counted for a profile or a step limit
-        combined["steps"] = jnp.sum(info["steps"], axis=0)
         combined["shard_steps"] = info["steps"]
     for key, value in info.items():
         if key not in _SPECIAL:

@@ -135,7 +135,9 @@ class Compaction:
 
 
 def touched(m, block) -> list:
-    """The register keys ``block`` reads or writes (only those are gathered)."""
+    """The register keys ``block`` reads or writes: only those are gathered here, and
+    only those ride through the block's loop in TensorFlow's dispatch
+    (`pcbatch.vm.staged._Registers`)."""
     names = set()
     for op in block.instructions:
         if isinstance(op, PopOp):
