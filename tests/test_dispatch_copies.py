@@ -75,9 +75,9 @@ def _optimized_hlo(fn, args) -> str:
 
     jax_backend = JaxBackend()
     fn(*args, backend=jax_backend)
-    ((program, compiled, _),) = jax_backend.compile_cache.values()
-    inputs = staged._with_batch_dims(program, list(args))
-    return compiled.lower(inputs).compile().as_text()
+    (entry,) = jax_backend.compile_cache.values()
+    inputs = staged._with_batch_dims(entry.program, list(args))
+    return entry.function.lower(*entry.arguments(inputs)).compile().as_text()
 
 
 @pytest.mark.parametrize("fn", [record, reassigned], ids=["record", "reassigned"])
@@ -101,11 +101,12 @@ def test_tensorflow_xla_step_copies_no_buffer_but_through_switch_case(dispatch):
     args = _args(4)
     tf_backend = TensorFlowBackend(dispatch=dispatch)
     record(*args, backend=tf_backend)
-    ((program, compiled, _),) = tf_backend.compile_cache.values()
+    (entry,) = tf_backend.compile_cache.values()
     inputs = tf.nest.map_structure(
-        tf.convert_to_tensor, staged._with_batch_dims(program, list(args))
+        tf.convert_to_tensor, staged._with_batch_dims(entry.program, list(args))
     )
-    hlo = compiled.traced.experimental_get_compiler_ir(inputs)(stage="optimized_hlo")
+    compiler_ir = entry.function.traced.experimental_get_compiler_ir
+    hlo = compiler_ir(*entry.arguments(inputs))(stage="optimized_hlo")
     buffer = f"f64[32,{LENGTH}]"
     assert buffer in hlo
     assert bool(_copies_in_loops(hlo, buffer)) == (dispatch == "switch")

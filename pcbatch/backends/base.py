@@ -36,6 +36,10 @@ SELECT_WRITE_MAX = 1 << 14
 #: A bincount of at most this many entries times bins is a product with a one-hot
 #: table (one kernel; the product is a library call) rather than a scatter-add (four).
 ONE_HOT_MAX = 1 << 14
+#: A staged program whose zeroed registers and stacks take at most this many bytes
+#: gets them as an argument, made once per compiled signature, instead of zeroing them
+#: in its trace: XLA compiles no kernel to fill them (`pcbatch.vm.staged`).
+BLANK_ARGUMENT_MAX = 1 << 20
 
 
 class Lanes(Protocol):

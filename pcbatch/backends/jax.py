@@ -257,6 +257,11 @@ class JaxBackend:
     def jit(self, function: Callable) -> Callable:
         return jax.jit(function)
 
+    def outside_trace(self, make: Callable):
+        """``make()`` run eagerly, even while a caller's function is being traced."""
+        with jax.ensure_compile_time_eval():
+            return make()
+
     def to_host(self, value) -> Any:
         return np.asarray(value)
 

@@ -126,6 +126,30 @@ class _ElementwiseCheck:
         return map_pattern(lambda v: spread(tf.convert_to_tensor(v)), results)
 
 
+def _without_control_dependencies(function: Callable) -> Callable:
+    """``function``, traced into a graph of its own that TensorFlow adds no automatic
+    control dependencies to, and called from the caller's graph.
+
+    A `tf.function` chains every stateful op of its trace, loop bodies included, in
+    program order, and its bookkeeping visits every op: Fibonacci x100 traced in 0.095
+    s against 0.119 s. Under XLA nothing needs the chain: the program has no stateful
+    op but the anchor of `TensorFlowBackend.jit` (and XLA runs host callbacks in the
+    order of their data dependencies anyway)."""
+
+    def call(*args):
+        tensors = [leaf for leaf in tf.nest.flatten(args) if leaf is not None]
+        specs = [tf.TensorSpec(t.shape, t.dtype) for t in tensors]
+
+        def from_tensors(*leaves):
+            leaves = iter(leaves)
+            flat = [None if leaf is None else next(leaves) for leaf in tf.nest.flatten(args)]
+            return function(*tf.nest.pack_sequence_as(args, flat))
+
+        return tf.compat.v1.wrap_function(from_tensors, specs)(*tensors)
+
+    return call
+
+
 class TensorFlowBackend:
     """Runs batched programs as one TensorFlow graph (XLA-compiled by default).
 
@@ -499,7 +523,8 @@ class TensorFlowBackend:
             finally:
                 self._tracing.anchor = None
 
-        compiled = tf.function(anchored, jit_compile=self.jit_compile, autograph=False)
+        body = _without_control_dependencies(anchored) if self.jit_compile else anchored
+        compiled = tf.function(body, jit_compile=self.jit_compile, autograph=False)
 
         def call(inputs, *rest):
             # tf.function traces NumPy arrays apart from tensors of the same shape and
@@ -509,6 +534,11 @@ class TensorFlowBackend:
 
         call.traced = compiled  # the tf.function, for inspection (its XLA program)
         return call
+
+    def outside_trace(self, make: Callable):
+        """``make()`` run eagerly, even while a caller's function is being traced."""
+        with tf.init_scope():
+            return make()
 
     def to_host(self, value) -> Any:
         return np.asarray(value)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.backends import base
 from pcbatch.ir import setitem
 from pcbatch.ir.nodes import (
     BranchOp,
@@ -347,13 +348,12 @@ class StagedMachine:
         return state
 
     # -- the loop -------------------------------------------------------------------
-    def initial_state(self, inputs: list, live=None) -> dict:
-        """The state before the first step; threads not in ``live`` (padding) start halted."""
+    def blank_state(self) -> dict:
+        """The part of the state before the first step that no input or padding decides:
+        zeroed registers and stacks, the program-counter stacks with the exit at their
+        bottom, every thread at main's entry, and the counters."""
         ops, layout = self.ops, self.layout
         b, depth = layout.batch_size, layout.max_stack_depth
-        pending = inputs
-        if self.refill is not None:
-            inputs = self.refill.first_inputs(inputs)
         variables = {}
         for keys in layout.leaves.values():
             for key, t in keys:
@@ -362,16 +362,8 @@ class StagedMachine:
                     leaf["stack"] = ops.zeros((depth, b, *t.shape), t.dtype)
                     leaf["depth"] = ops.zeros((b,), ops.index_dtype)
                 variables[key] = leaf
-        for name, value in zip(self.program.vars_in, inputs):
-            if name not in layout.leaves:
-                continue
-            for (key, t), leaf in zip(layout.leaves[name], flatten(value)):
-                variables[key] = dict(variables[key], top=ops.place(leaf, b, t, True))
-        start = ops.full_pc(b, 0)
-        if live is not None:
-            start = ops.where(live, start, ops.full_pc(b, self.halt))
         pc = {
-            "top": start,
+            "top": ops.full_pc(b, 0),
             "stack": ops.zeros((depth + 1, b), ops.index_dtype),
             "depth": ops.full_pc(b, 1) if b else ops.zeros((b,), ops.index_dtype),
         }
@@ -384,8 +376,6 @@ class StagedMachine:
             state["steps"] = ops.scalar_int(0)
         if self.plan is not None:
             state["wait"] = policy.initial_wait(ops, self.plan)
-        if self.refill is not None:
-            state["refill"] = self.refill.initial(pending)
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
             state["block_lanes"] = ops.zeros((self.halt,), ops.index_dtype)
@@ -394,6 +384,39 @@ class StagedMachine:
             state["prim_count"] = ops.scalar_int(0)
             if self.compaction is not None:  # block executions per bucket
                 state["compacted"] = ops.zeros((len(self.compaction.widths),), ops.index_dtype)
+        return state
+
+    def blank_bytes(self) -> int:
+        """The bytes of `blank_state`'s registers and stacks (what dominates it)."""
+        layout, b = self.layout, self.layout.batch_size
+        total = (layout.max_stack_depth + 3) * b * np.dtype(self.ops.index_dtype).itemsize
+        for keys in layout.leaves.values():
+            for key, t in keys:
+                rows = 1 + (layout.max_stack_depth if key in layout.full else 0)
+                total += rows * b * int(np.prod(t.shape)) * np.dtype(t.dtype).itemsize
+        return total
+
+    def initial_state(self, inputs: list, live=None, blank: dict | None = None) -> dict:
+        """The state before the first step: ``blank`` (`blank_state`, made here if not
+        given) with the inputs in their registers; threads not in ``live`` (padding)
+        start halted."""
+        ops, b = self.ops, self.layout.batch_size
+        state = self.blank_state() if blank is None else blank
+        variables = dict(state["vars"])
+        pending = inputs
+        if self.refill is not None:
+            inputs = self.refill.first_inputs(inputs)
+        for name, value in zip(self.program.vars_in, inputs):
+            if name not in self.layout.leaves:
+                continue
+            for (key, t), leaf in zip(self.layout.leaves[name], flatten(value)):
+                variables[key] = dict(variables[key], top=ops.place(leaf, b, t, True))
+        pc = state["pc"]
+        if live is not None:
+            pc = dict(pc, top=ops.where(live, pc["top"], ops.full_pc(b, self.halt)))
+        state = dict(state, pc=pc, vars=variables)
+        if self.refill is not None:
+            state["refill"] = self.refill.initial(pending)
         return state
 
     def advance(self, s: dict, run_block) -> dict:
@@ -434,10 +457,10 @@ class StagedMachine:
         block, wait = policy.choose(ops, self.plan, pc, s["wait"])
         return dict(s, block=block, wait=wait)
 
-    def run(self, inputs: list, live=None):
+    def run(self, inputs: list, live=None, blank: dict | None = None):
         """The staged computation: inputs -> (outputs, final state)."""
         ops = self.ops
-        state = self.initial_state(inputs, live)
+        state = self.initial_state(inputs, live, blank)
 
         def keep_going(s):
             going = (s["block"] >= 0) & (s["block"] < self.halt)
@@ -516,7 +539,7 @@ def execute(
     key += () if sharding is None else sharding.key()
     cache = backend.compile_cache if cache is None else cache
     entry = cache.get(key)
-    fresh = entry is None or entry[0] is not program
+    fresh = entry is None or entry.program is not program
     if fresh:
         # Sharded, every device runs the machine on its share of the threads (or, with
         # refill, of the pending inputs, through its share of the lanes).
@@ -532,11 +555,12 @@ def execute(
             compiled = sharding.build(
                 _traced(staged, backend), count, share, refill=refill is not None
             )
-        entry = (program, compiled, staged)
+        blank = _blank_argument(staged, backend, sharding)
+        entry = Compiled(program, compiled, staged, blank)
         cache[key] = entry
-    _, compiled, staged = entry
+    staged = entry.machine
     with collector_paused() if fresh else contextlib.nullcontext():
-        outputs, info = compiled(inputs)
+        outputs, info = entry.function(*entry.arguments(inputs))
     if backend.is_tracing((outputs, info)):
         return outputs[0] if len(outputs) == 1 else outputs  # inside the user's jit
     if getattr(backend, "safety_checks", True):
@@ -574,15 +598,43 @@ def _dtype_name(value) -> str:
     return "" if dtype is None else np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).name
 
 
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """A backend's compile cache entry: the program, its compiled run, the machine that
+    traced it, and the blank state it takes as an argument (None: made in the trace)."""
+
+    program: Program
+    function: Any
+    machine: StagedMachine
+    blank: dict | None
+
+    def arguments(self, inputs) -> tuple:
+        """The arguments of ``function`` for ``inputs`` (batched, `_with_batch_dims`)."""
+        return (inputs,) if self.blank is None else (inputs, None, self.blank)
+
+
+def _blank_argument(staged: StagedMachine, backend, sharding) -> dict | None:
+    """`StagedMachine.blank_state`, made once, outside any trace, for a small program to
+    take as an argument; None for a large or sharded one, which makes it in its trace.
+
+    Made in the trace, each zeroed register or stack is a kernel of its own for XLA to
+    compile (about 8 ms each on CPU); passed in, it is copied into the loop's buffers.
+    The copy costs a little each call and the cache holds the arrays, hence the bound
+    (`pcbatch.backends.base.BLANK_ARGUMENT_MAX`)."""
+    if sharding is not None or staged.blank_bytes() > base.BLANK_ARGUMENT_MAX:
+        return None
+    return backend.outside_trace(staged.blank_state)
+
+
 def _per_device(width: int, sharding) -> int:
     """Lanes per device: the width split over the devices (all of it without a mesh)."""
     return width if sharding is None else -(-width // sharding.devices)
 
 
 def _traced(staged: StagedMachine, backend):
-    def run(inputs, live=None):
+    def run(inputs, live=None, blank=None):
         backend.traces += 1  # runs only while tracing: counts compilations
-        outputs, final = staged.run(inputs, live)
+        outputs, final = staged.run(inputs, live, blank)
         info = {k: v for k, v in final.items() if k not in ("vars", "pc", "refill", "block")}
         info["pc"] = final["pc"]["top"]
         return outputs, info

@@ -315,8 +315,9 @@ def compiled_hlo(backend, fn, args, depth=15) -> str:
     from pcbatch.vm import staged
 
     fn(*args, backend=backend, max_stack_depth=depth)
-    ((program, jitted, _),) = backend.compile_cache.values()
-    return jitted.lower(staged._with_batch_dims(program, args)).compile().as_text()
+    (entry,) = backend.compile_cache.values()
+    inputs = staged._with_batch_dims(entry.program, args)
+    return entry.function.lower(*entry.arguments(inputs)).compile().as_text()
 
 
 def check_hlo(devices: int) -> None:

@@ -144,9 +144,10 @@ def test_the_anchor_leaves_nothing_for_xla_to_run():
     initial state, each repeating the generator)."""
     backend = TensorFlowBackend()
     np.asarray(is_even(np.arange(6), backend=backend, max_stack_depth=2))
-    ((program, compiled, _),) = backend.compile_cache.values()
+    (entry,) = backend.compile_cache.values()
     inputs = [tf.convert_to_tensor(np.arange(6))]
-    hlo = compiled.traced.experimental_get_compiler_ir(inputs)(stage="optimized_hlo")
+    compiler_ir = entry.function.traced.experimental_get_compiler_ir
+    hlo = compiler_ir(*entry.arguments(inputs))(stage="optimized_hlo")
     readers = [line for line in hlo.splitlines() if "(%rng" in line or ", %rng" in line]
     assert not readers, readers
 
