@@ -257,10 +257,10 @@ class JaxBackend:
     def jit(self, function: Callable) -> Callable:
         return jax.jit(function)
 
-    def outside_trace(self, make: Callable):
-        """``make()`` run eagerly, even while a caller's function is being traced."""
+    def from_host(self, tree):
+        """NumPy arrays as JAX arrays, made eagerly even while a caller's function traces."""
         with jax.ensure_compile_time_eval():
-            return make()
+            return jax.tree_util.tree_map(jnp.asarray, tree)
 
     def to_host(self, value) -> Any:
         return np.asarray(value)

@@ -535,10 +535,10 @@ class TensorFlowBackend:
         call.traced = compiled  # the tf.function, for inspection (its XLA program)
         return call
 
-    def outside_trace(self, make: Callable):
-        """``make()`` run eagerly, even while a caller's function is being traced."""
+    def from_host(self, tree):
+        """NumPy arrays as tensors, made eagerly even while a caller's function traces."""
         with tf.init_scope():
-            return make()
+            return tf.nest.map_structure(tf.convert_to_tensor, tree)
 
     def to_host(self, value) -> Any:
         return np.asarray(value)
