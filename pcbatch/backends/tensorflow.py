@@ -126,6 +126,22 @@ class _ElementwiseCheck:
         return map_pattern(lambda v: spread(tf.convert_to_tensor(v)), results)
 
 
+def _foldable(tensor) -> bool:
+    """Whether tf2xla may fold ``tensor`` into a constant: it depends on no argument of
+    the traced function and no stateful op (the anchor of `TensorFlowBackend.jit` is
+    needed for such values only)."""
+    seen, todo = set(), [tensor.op]
+    while todo:
+        op = todo.pop()
+        if op.type == "Placeholder" or op.op_def.is_stateful:
+            return False
+        for source in op.inputs:
+            if source.op.name not in seen:
+                seen.add(source.op.name)
+                todo.append(source.op)
+    return True
+
+
 def _without_control_dependencies(function: Callable) -> Callable:
     """``function``, traced into a graph of its own that TensorFlow adds no automatic
     control dependencies to, and called from the caller's graph.
@@ -362,8 +378,8 @@ class TensorFlowBackend:
         return self.where(mask, value, representative)
 
     def _row_indices(self, stack, depth, rows=None, clip: bool = True):
-        if rows is None:
-            rows = tf.range(stack.shape[1], dtype=tf.int32)
+        if rows is None:  # a constant: one op to trace, where tf.range is four
+            rows = np.arange(stack.shape[1], dtype=np.int32)
         if clip:
             depth = tf.clip_by_value(depth, 0, stack.shape[0] - 1)
         return tf.stack([depth, tf.cast(rows, tf.int32)], axis=1)
@@ -471,7 +487,8 @@ class TensorFlowBackend:
         tracing = self._tracing
         anchor, depth = getattr(tracing, "anchor", None), getattr(tracing, "depth", 0)
         if anchor is not None and not depth:  # the outermost loop (see `jit`)
-            state = tf.nest.map_structure(lambda t: tf.where(anchor, t, t), state)
+            anchored = lambda t: tf.where(anchor, t, t) if _foldable(t) else t
+            state = tf.nest.map_structure(anchored, state)
         tracing.depth = depth + 1
         try:
             return tf.while_loop(cond, lambda s: (body(s),), (state,))[0]
