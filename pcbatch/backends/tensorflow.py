@@ -543,11 +543,21 @@ class TensorFlowBackend:
         body = _without_control_dependencies(anchored) if self.jit_compile else anchored
         compiled = tf.function(body, jit_compile=self.jit_compile, autograph=False)
 
+        traces: dict = {}
+
         def call(inputs, *rest):
             # tf.function traces NumPy arrays apart from tensors of the same shape and
             # dtype; as tensors, both kinds share one trace.
             inputs = tf.nest.map_structure(tf.convert_to_tensor, inputs)
-            return function(inputs, *rest) if self.run_eagerly else compiled(inputs, *rest)
+            if self.run_eagerly:
+                return function(inputs, *rest)
+            # The traced function itself, not the tf.function, whose matching of the
+            # arguments to its traces took 0.19 ms of a 0.6 ms even/odd call.
+            leaves = tf.nest.flatten((inputs, *rest))
+            signature = tuple((t.shape, t.dtype) for t in leaves if t is not None)
+            if signature not in traces:
+                traces[signature] = compiled.get_concrete_function(inputs, *rest)
+            return traces[signature](inputs, *rest)
 
         call.traced = compiled  # the tf.function, for inspection (its XLA program)
         return call
