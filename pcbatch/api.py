@@ -61,6 +61,20 @@ def _in_dry_run() -> bool:
     return getattr(_dry_run, "depth", 0) > 0
 
 
+def _not_for_autograph(entity):
+    """Marks ``entity`` (a class, for calls of its instances, or a method) for
+    TensorFlow's AutoGraph to call as written.
+
+    A user's `tf.function` converts the Python it calls by default, pcbatch's compiler
+    and machine included: converted, a batched Fibonacci x100 took 13 s to trace inside
+    one, against 0.55 s as written. The mark is the attribute that
+    ``tf.autograph.experimental.do_not_convert`` sets; it is set here so that pcbatch
+    need not import TensorFlow."""
+    entity.autograph_info__ = frozenset()
+    return entity
+
+
+@_not_for_autograph
 class BatchedFunction:
     """A function decorated by `Context.batch`: call it on a batch.
 
@@ -105,6 +119,7 @@ class BatchedFunction:
             e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
             raise
 
+    @_not_for_autograph
     def map(self, *args, width: int, group: int | None = None, priority=None, **kwargs):
         """Runs the function on N independent inputs through ``width`` lanes, refilling.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import traceback
+
 import numpy as np
 import pytest
 
@@ -40,6 +42,33 @@ def test_callable_inside_tf_function():
         return 2 * collatz(x)
 
     np.testing.assert_array_equal(doubled(tf.constant([6, 7])).numpy(), [16, 32])
+
+
+@pytest.mark.parametrize("method", ["call", "map"])
+def test_autograph_calls_pcbatch_as_written(monkeypatch, method):
+    """A user's tf.function converts the Python it calls (AutoGraph) unless told not
+    to: converted, pcbatch's compiler and machine took 13 s to trace Fibonacci x100."""
+    from pcbatch.vm import runner
+
+    callers = []
+    run = runner.run
+
+    def spy(*args, **kwargs):
+        # The caller is pcbatch's own code, or (converted) a file AutoGraph generated.
+        callers.append(traceback.extract_stack()[-2].filename)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run", spy)
+    backend = TensorFlowBackend(jit_compile=False)
+
+    @tf.function  # autograph=True, the default
+    def doubled(x):
+        if method == "map":
+            return 2 * collatz.map(x, width=2, backend=backend)
+        return 2 * collatz(x, backend=backend)
+
+    np.testing.assert_array_equal(doubled(tf.constant([6, 7, 27])).numpy(), [16, 32, 222])
+    assert callers == [pcbatch.api.__file__]
 
 
 def test_stack_overflow_is_detected_after_the_run():
