@@ -71,12 +71,19 @@ def _one_example(function: Callable, specs: Sequence) -> tuple:
     by_specs = _EXAMPLES.setdefault(getattr(function, "__wrapped__", function), {})
     key = repr(tf.nest.map_structure(lambda s: (tuple(s.shape), s.dtype.name), list(specs)))
     if key not in by_specs:
-        graph = tf.Graph()
-        with graph.as_default():
-            placeholder = lambda s: tf.compat.v1.placeholder(s.dtype, s.shape)
-            args = tf.nest.map_structure(placeholder, list(specs))
-            # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
-            outputs = map_pattern(tf.convert_to_tensor, function(*args))
+        # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
+        as_tensors = lambda *args: map_pattern(tf.convert_to_tensor, function(*args))
+        try:
+            graph = tf.Graph()
+            with graph.as_default():
+                placeholder = lambda s: tf.compat.v1.placeholder(s.dtype, s.shape)
+                outputs = as_tensors(*tf.nest.map_structure(placeholder, list(specs)))
+        except RuntimeError:
+            # A plain graph cannot capture the tensors or variables a function closes
+            # over ("Attempting to capture an EagerTensor without building a function");
+            # a function graph can.
+            traced = tf.compat.v1.wrap_function(as_tensors, list(specs))
+            graph, outputs = traced.graph, traced.structured_outputs
         by_specs[key] = (graph, outputs)
     return by_specs[key]
 

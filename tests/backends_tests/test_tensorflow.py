@@ -71,6 +71,26 @@ def test_autograph_calls_pcbatch_as_written(monkeypatch, method):
     assert callers == [pcbatch.api.__file__]
 
 
+@pytest.mark.parametrize("jit_compile", [True, False])
+def test_code_may_close_over_variables_and_tensors(jit_compile):
+    """Per-example code that reads a tf.Variable or an eager tensor from outside traces
+    (a plain graph cannot capture them), and a later call sees the variable's new value."""
+    scale, limit = tf.Variable(3.0), tf.constant(10.0)
+    context = pcbatch.Context()
+
+    @context.batch
+    def grow(x):
+        while x < limit:
+            x = x * scale
+        return x
+
+    backend = TensorFlowBackend(jit_compile=jit_compile)
+    x = tf.constant([1.0, 2.0, 11.0])
+    np.testing.assert_array_equal(np.asarray(grow(x, backend=backend)), [27.0, 18.0, 11.0])
+    scale.assign(2.0)
+    np.testing.assert_array_equal(np.asarray(grow(x, backend=backend)), [16.0, 16.0, 11.0])
+
+
 def test_stack_overflow_is_detected_after_the_run():
     with pytest.raises(pcbatch.StackOverflowError, match="'fib'"):
         fib(np.array([3, 20]), backend=TensorFlowBackend(jit_compile=False), max_stack_depth=6)
