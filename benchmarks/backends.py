@@ -91,6 +91,17 @@ def _first_call(workload: str, backend: str, compaction_spec) -> float:
     return float(done.stdout.split()[-1])
 
 
+def _median_first_calls(workload: str, backends, opts) -> dict:
+    """Per backend: the median of `_first_call` over ``opts.first_calls`` fresh processes,
+    the backends taking turns (one process's first call varied by 0.1 s from run to run
+    on the 2-core development machine)."""
+    times: dict = {b: [] for b in backends}
+    for _ in range(opts.first_calls):
+        for b in backends:
+            times[b].append(_first_call(workload, b, opts.compaction))
+    return {b: statistics.median(t) for b, t in times.items()}
+
+
 def _time_first_call(workload: str, backend_name: str, compaction) -> None:
     """Runs in the fresh process of `_first_call`: prints the first call's seconds."""
     name, fn, args, depth = next(w for w in _workloads() if w[0] == workload)
@@ -127,6 +138,9 @@ def main() -> None:
     )
     parser.add_argument("--only", default="", help="workloads whose name contains this")
     parser.add_argument("--backends", default="", help="a subset, e.g. jax,jax/c")
+    parser.add_argument(
+        "--first-calls", type=int, default=3, help="fresh processes per first call (median)"
+    )
     parser.add_argument("--first-call", default=None, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     compaction = compact.parse_option(opts.compaction)
@@ -148,7 +162,7 @@ def main() -> None:
         start = time.perf_counter()
         fn(*args, dry_run=True)
         alone = time.perf_counter() - start
-        firsts = {b: _first_call(name, b, opts.compaction) for b in backends}
+        firsts = _median_first_calls(name, backends, opts)
         profiles = {b: _counts(fn, args, depth, backend) for b, backend in backends.items()}
         warm = _warm_times(fn, args, depth, backends, opts.repeats)
         for backend_name, prof in profiles.items():
@@ -164,7 +178,8 @@ def main() -> None:
         "\nblocks: VM steps; compact: of those, block executions run on a bucket of lanes"
         "\n(--compaction); warm: median of --repeats calls after the first, the backends taking"
         "\nturns; first: the first call, compilation included, in a fresh process that imports"
-        "\nonly that backend's framework; alone: every example run alone as plain Python."
+        "\nonly that backend's framework (median of --first-calls processes, the backends"
+        "\ntaking turns); alone: every example run alone as plain Python."
     )
 
 
