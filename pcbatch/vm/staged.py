@@ -621,8 +621,9 @@ def _blank_argument(staged: StagedMachine, backend, sharding) -> dict | None:
     """`StagedMachine.blank_state`, made once, outside any trace, for a small program to
     take as an argument; None for a large or sharded one, which makes it in its trace.
 
-    Made in the trace, each zeroed register or stack is a kernel of its own for XLA to
-    compile (about 8 ms each on CPU); passed in, it is copied into the loop's buffers.
+    Made in the trace, the zeroed registers and stacks are filled by kernels for XLA to
+    compile, one per shape and dtype (about 8 ms each on CPU); passed in, they are copied
+    into the loop's buffers.
     The copy costs a little each call and the cache holds the arrays, hence the bound
     (`pcbatch.backends.base.BLANK_ARGUMENT_MAX`)."""
     if sharding is not None or staged.blank_bytes() > base.BLANK_ARGUMENT_MAX:
