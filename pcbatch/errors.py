@@ -6,6 +6,11 @@ from __future__ import annotations
 class PcbatchError(Exception):
     """Base class of pcbatch's own errors."""
 
+    # Exception's own constructor, not ValueError's or TypeError's: an error raised
+    # while a user's tf.function traces keeps its type (AutoGraph re-raises only
+    # exceptions built that way as themselves, and others as its StagingError).
+    __init__ = Exception.__init__
+
 
 class VerificationError(PcbatchError):
     """The IR is malformed (a compiler bug, or a hand-built program's mistake)."""

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.errors import BatchSizeError
 from pcbatch.ir.nodes import Program
-from pcbatch.ir.types import TensorType, Type, map_pattern
+from pcbatch.ir.types import TensorType, Type, flatten, map_pattern
 from pcbatch.passes import infer_types, pipeline
 from pcbatch.vm import machine, refill
 from pcbatch.vm import stackless as stackless_vm
@@ -31,6 +32,26 @@ def signature_of(args: Sequence, backend=None) -> list:
         return TensorType(np.dtype(t.dtype), tuple(t.shape[1:]) if len(t.shape) else ())
 
     return [Type(map_pattern(leaf_type, arg)) for arg in args]
+
+
+def check_known_shapes(program: Program, args: Sequence) -> None:
+    """Raises `BatchSizeError`, naming the argument, where a shape is not fully known (a
+    symbolic tensor in a `tf.function` traced for any batch size): the batched program
+    is compiled for known shapes."""
+    for name, arg in zip(program.vars_in, args):
+        for leaf in flatten(arg):
+            shape = getattr(leaf, "shape", ())
+            try:
+                dims = tuple(shape)
+            except (TypeError, ValueError):  # a shape of unknown rank
+                dims = (None,)
+            if any(d is None for d in dims):
+                raise BatchSizeError(
+                    f"{program.main}(): argument {name.rsplit('.', 1)[-1]!r} has shape "
+                    f"{shape}, with a dimension unknown while tracing; pcbatch compiles for "
+                    "known shapes. In a tf.function, give an input_signature with every "
+                    "dimension known, or none (then it traces once per shape)"
+                )
 
 
 def _as_array(value):
@@ -118,6 +139,7 @@ def run(
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
     args = [map_pattern(_as_array, a) for a in args]
+    check_known_shapes(program, args)
     sig = signature_of(args, backend)
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True, schedule=schedule)

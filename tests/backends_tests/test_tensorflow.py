@@ -91,6 +91,16 @@ def test_code_may_close_over_variables_and_tensors(jit_compile):
     np.testing.assert_array_equal(np.asarray(grow(x, backend=backend)), [16.0, 16.0, 11.0])
 
 
+def test_a_batch_size_unknown_while_tracing_is_named():
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int64)])
+    def doubled(x):
+        return 2 * collatz(x)
+
+    # AutoGraph re-raises it as itself, not as its StagingError.
+    with pytest.raises(pcbatch.BatchSizeError, match=r"collatz\(\): argument 'x'.*input_sig"):
+        doubled(tf.constant([6, 7], tf.int64))
+
+
 def test_stack_overflow_is_detected_after_the_run():
     with pytest.raises(pcbatch.StackOverflowError, match="'fib'"):
         fib(np.array([3, 20]), backend=TensorFlowBackend(jit_compile=False), max_stack_depth=6)
