@@ -47,7 +47,7 @@ def check_known_shapes(program: Program, args: Sequence) -> None:
                 dims = (None,)
             if any(d is None for d in dims):
                 raise BatchSizeError(
-                    f"{program.main}(): argument {name.rsplit('.', 1)[-1]!r} has shape "
+                    f"{program.main}(): argument {machine._local(name)!r} has shape "
                     f"{shape}, with a dimension unknown while tracing; pcbatch compiles for "
                     "known shapes. In a tf.function, give an input_signature with every "
                     "dimension known, or none (then it traces once per shape)"
