@@ -44,6 +44,17 @@ class StackOverflowError(PcbatchError, ValueError):
         self.suggested_depth = suggested_depth
 
 
+def add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)`` (Python 3.11+); on 3.10, which has no notes, the note is
+    appended to a one-string message so that the user still sees where it happened."""
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+        return
+    error.__notes__ = [*getattr(error, "__notes__", []), note]
+    if len(error.args) == 1 and isinstance(error.args[0], str):
+        error.args = (f"{error.args[0]}\n{note}",)
+
+
 def where(loc) -> str:
     """`` at file:line in fn`` for a SourceLoc, or an empty string."""
     return f" at {loc}" if loc is not None else ""

@@ -24,7 +24,13 @@ import numpy as np
 
 from pcbatch import profiling
 from pcbatch.backends.numpy import NumpyBackend, StackFull
-from pcbatch.errors import BatchSizeError, PcbatchError, StackOverflowError, where
+from pcbatch.errors import (
+    BatchSizeError,
+    PcbatchError,
+    StackOverflowError,
+    add_note,
+    where,
+)
 from pcbatch.ir import setitem
 from pcbatch.ir.nodes import (
     BranchOp,
@@ -189,7 +195,7 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
         try:
             outputs = function(*inputs)
         except Exception as e:
-            e.add_note(f"in pcbatch primitive {op.label!r}{where(op.loc)}")
+            add_note(e, f"in pcbatch primitive {op.label!r}{where(op.loc)}")
             raise
         write(run, outputs, lanes, env)
 
@@ -210,7 +216,7 @@ def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
     try:
         storage.top[key] = setitem.align(value, op.function.rest_rank(storage.top.ndim))
     except (IndexError, ValueError) as e:
-        e.add_note(f"in pcbatch item assignment{where(op.loc)}")
+        add_note(e, f"in pcbatch item assignment{where(op.loc)}")
         raise
     env.pop(target, None)
 

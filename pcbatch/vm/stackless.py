@@ -17,7 +17,7 @@ import numpy as np
 
 from pcbatch import profiling
 from pcbatch.backends.numpy import NumpyBackend, NumpyLanes
-from pcbatch.errors import PcbatchError, where
+from pcbatch.errors import PcbatchError, add_note, where
 from pcbatch.ir.nodes import BranchOp, FunctionCallOp, GotoOp, PrimOp, Program, ReturnOp
 from pcbatch.ir.types import is_pattern_node, map_pattern
 
@@ -112,7 +112,7 @@ def _run_block(program, frame: _Activation, block, lanes: NumpyLanes, prof) -> N
             try:
                 outputs = op.batched_function(_BACKEND)(*inputs)
             except Exception as e:
-                e.add_note(f"in pcbatch primitive {op.label!r}{where(op.loc)}")
+                add_note(e, f"in pcbatch primitive {op.label!r}{where(op.loc)}")
                 raise
         frame.bind(op.vars_out, outputs, lanes, op)
 
