@@ -36,7 +36,7 @@ from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
 from pcbatch.errors import BatchSizeError
-from pcbatch.frontend import fence
+from pcbatch.frontend import fence, unbound
 from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Module, Program, SourceLoc
@@ -442,11 +442,12 @@ def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
 
 def _finished(fn, type_inference):
     """The built function with its declared types and Python's possibly-unbound locals."""
-    return dataclasses.replace(
+    fn = dataclasses.replace(
         fn,
         type_inference=type_inference if type_inference is not None else fn.type_inference,
         maybe_unbound=maybe_unassigned_reads(fn),
     )
+    return unbound.guard(fn)
 
 
 __all__ = ["BatchedFunction", "Context", "pipeline"]
