@@ -49,10 +49,35 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+#: The seed's module names, importable as attributes after ``import pcbatch`` (imported
+#: on first use: ``tf_backend`` and ``xla`` import TensorFlow).
+_SEED_MODULES = (
+    "allocation_strategy",
+    "dsl",
+    "frontend",
+    "instructions",
+    "liveness",
+    "lowering",
+    "numpy_backend",
+    "tf_backend",
+    "type_inference",
+    "virtual_machine",
+    "xla",
+)
+
+
 def __getattr__(name: str):
-    # pcbatch.JaxBackend imports JAX only when asked for (NumPy users never pay for it).
+    # Compiled backends import their library only when asked for (NumPy users never pay).
     if name == "JaxBackend":
         from pcbatch.backends.jax import JaxBackend
 
         return JaxBackend
+    if name == "TensorFlowBackend":
+        from pcbatch.backends.tensorflow import TensorFlowBackend
+
+        return TensorFlowBackend
+    if name in _SEED_MODULES:
+        import importlib
+
+        return importlib.import_module(f"pcbatch.{name}")
     raise AttributeError(f"module 'pcbatch' has no attribute {name!r}")

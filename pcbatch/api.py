@@ -270,16 +270,25 @@ class Context:
         self._lock = threading.RLock()
 
     # -- decorating --------------------------------------------------------------
-    def batch(self, type_inference: Callable | None = None):
-        """Decorates a function to run batched; usable as ``@ctx.batch`` or ``@ctx.batch(...)``.
+    def batch(self, function: Callable | None = None, *, type_inference: Callable | None = None):
+        """Decorates a function to run batched: ``@ctx.batch`` or ``@ctx.batch(type_inference=f)``.
 
         Args:
-          type_inference: optional; maps the list of argument `Type`s at a call
-            site to the list of result `Type`s. Types are inferred when omitted.
+          function: the function to batch (the bare-decorator form). A lambda here is
+            read as the seed's positional ``type_inference`` (``@ctx.batch(lambda ts:
+            ...)``), since a batched function cannot be a lambda.
+          type_inference: optional; maps the list of argument `Type`s at a call site
+            to the result's types (see `normalize_declared_types` for the forms
+            accepted). Types are inferred when omitted.
         """
-        if isinstance(type_inference, types.FunctionType) and type_inference.__name__ != "<lambda>":
-            return self.batch_uncurried(type_inference)
-        return functools.partial(self._decorate, type_inference=type_inference)
+        if function is not None and _is_lambda(function):
+            if type_inference is not None:
+                raise TypeError("ctx.batch: type_inference given twice (positionally and "
+                                "by keyword)")
+            function, type_inference = None, function
+        if function is None:
+            return functools.partial(self._decorate, type_inference=type_inference)
+        return self.batch_uncurried(function, type_inference)
 
     def _decorate(self, function: Callable, type_inference=None) -> BatchedFunction:
         return self.batch_uncurried(function, type_inference)
@@ -372,6 +381,10 @@ class Context:
         )
 
 
+def _is_lambda(function: Any) -> bool:
+    return isinstance(function, types.FunctionType) and function.__name__ == "<lambda>"
+
+
 def _backend_for(values: list):
     """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF, else NumPy."""
     for value in values:
@@ -420,8 +433,13 @@ def _build_module(functions: dict) -> Module:
 def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
     loc = SourceLoc(p.filename, p.name, p.tree.lineno)
 
+    by_python_function = {id(bf.python_function): bf for bf in functions.values()}
+
     def resolve(callee_name: str):
         value = p.closure.get(callee_name, p.globals.get(callee_name))
+        # ``ctx.batch_uncurried(fib)`` leaves the global ``fib`` the plain function; a
+        # call through it is still a call of the batched function.
+        value = by_python_function.get(id(value), value)
         if isinstance(value, BatchedFunction):
             if value.context is not functions[p.name].context:
                 return None

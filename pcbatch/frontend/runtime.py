@@ -19,11 +19,21 @@ def truthy(x):
     requires in Python); it becomes a 0-d bool. Works on plain values and, in
     a batched run, on each example's value.
     """
+    if type(x).__module__.startswith("tensorflow"):
+        return _tf_truthy(x)
     shape = np.shape(x)
     _check_condition_shape(shape)
     if shape:
         x = x.reshape(())
     return x.astype(bool) if hasattr(x, "astype") else np.bool_(x)
+
+
+def _tf_truthy(x):
+    """`truthy` of a `tf.Tensor` (eager or symbolic: no NumPy conversion)."""
+    import tensorflow as tf
+
+    _check_condition_shape(tuple(d if d is not None else -1 for d in x.shape.as_list()))
+    return tf.cast(tf.reshape(x, []), tf.bool)
 
 
 def _check_condition_shape(shape: tuple) -> None:

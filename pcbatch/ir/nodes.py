@@ -101,6 +101,25 @@ class PrimOp:
             return self
         return dataclasses.replace(self, vars_out=vars_out)
 
+    # The seed's PrimOp is a namedtuple of its first four fields: index, unpack and
+    # ``_replace`` them as there (pcbatch's extra fields follow, by name only).
+    _fields = ("vars_in", "vars_out", "function", "skip_push_mask")
+
+    def _seed_tuple(self) -> tuple:
+        return (self.vars_in, self.vars_out, self.function, self.skip_push_mask)
+
+    def __iter__(self):
+        return iter(self._seed_tuple())
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __getitem__(self, index):
+        return self._seed_tuple()[index]
+
+    def _replace(self, **changes) -> PrimOp:
+        return dataclasses.replace(self, **changes)
+
     def batched_function(self, backend) -> Callable:
         """The function with the batched contract on ``backend``."""
         for_backend = getattr(self.function, "for_backend", None)

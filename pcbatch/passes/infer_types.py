@@ -56,6 +56,48 @@ def _advice(error: Exception) -> str:
     return "Make it accept any value of those types, or give the function a type_inference."
 
 
+def _is_types_pattern(x: Any) -> bool:
+    """A `TensorType`, or a (nested) tuple/list of them."""
+    if isinstance(x, TensorType):
+        return True
+    if isinstance(x, Type) or not is_pattern_node(x) or not x:
+        return False
+    return all(_is_types_pattern(i) for i in x)
+
+
+def _as_declared(x: Any) -> Type | None:
+    if isinstance(x, Type):
+        return x if _is_types_pattern(x.tensors) else None
+    return Type(x) if _is_types_pattern(x) else None
+
+
+def declared_types(function: str, returned: Any, results: int) -> list:
+    """What a ``type_inference`` returned, as one `Type` per result variable.
+
+    Accepted, for a function with one result variable (every frontend function: a
+    tuple return is one pattern): the seed's list of `Type`s (several for a tuple
+    return: they become its elements), one `Type`, one `TensorType`, or a (nested)
+    tuple of `TensorType`s. Anything else is a `TypeInferenceError` naming the function.
+    """
+    single = _as_declared(returned)
+    if single is not None and not isinstance(returned, list):
+        candidates = [single]
+    elif isinstance(returned, list) and returned:
+        items = [_as_declared(x) for x in returned]
+        candidates = items if all(t is not None for t in items) else None
+    else:
+        candidates = None
+    if candidates is not None and len(candidates) > results == 1:
+        candidates = [Type(tuple(t.tensors for t in candidates))]
+    if candidates is None or len(candidates) != results:
+        raise TypeInferenceError(
+            f"the type_inference of {function!r} returned {returned!r}; expected a list of "
+            f"{results} Type(s) (the seed's form), or one Type, one TensorType, or a tuple "
+            "of TensorTypes for a function that returns a tuple"
+        )
+    return candidates
+
+
 def as_type(t: Any) -> Type:
     """Accepts a Type, a TensorType or a pattern of TensorTypes."""
     return t if isinstance(t, Type) else Type(t)
@@ -109,12 +151,8 @@ class _Inference:
     def apply_type_inference(self, fn) -> None:
         if fn.type_inference is None or any(v not in self.types for v in fn.vars_in):
             return
-        declared = fn.type_inference([self.types[v] for v in fn.vars_in])
-        if len(declared) != len(fn.vars_out):
-            raise TypeInferenceError(
-                f"the type_inference of {fn.name!r} returned {len(declared)} types for "
-                f"{len(fn.vars_out)} results"
-            )
+        returned = fn.type_inference([self.types[v] for v in fn.vars_in])
+        declared = declared_types(fn.name, returned, len(fn.vars_out))
         for var, t in zip(fn.vars_out, declared):
             self.declare(var, t, fn)
 

@@ -1,0 +1,6 @@
+"""Seed-compatible name for the TensorFlow backend (real home: ``pcbatch.backends.tensorflow``).
+
+Importing this module imports TensorFlow.
+"""
+
+from pcbatch.backends.tensorflow import TensorFlowBackend  # noqa: F401
