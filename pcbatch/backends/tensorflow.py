@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from pcbatch.backends import base, numpy_dispatch
 from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.errors import PcbatchError
 from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
 from pcbatch.vm import compact
@@ -171,6 +172,18 @@ def _without_control_dependencies(function: Callable) -> Callable:
         return tf.compat.v1.wrap_function(from_tensors, specs)(*tensors)
 
     return call
+
+
+def _check_not_tf1_graph() -> None:
+    """Rejects building into a TF1-style graph (``with tf.Graph().as_default():`` and a
+    ``Session``): the staged machine's loop run that way returned zeros or never ended
+    (issue 25), so a call there raises instead of giving a wrong answer."""
+    if not tf.executing_eagerly() and not tf.inside_function():
+        raise PcbatchError(
+            "pcbatch's TensorFlowBackend cannot build into a TF1-style graph "
+            "(tf.Graph().as_default() with a Session), where its loop does not run right: "
+            "call the batched function eagerly, or inside a tf.function"
+        )
 
 
 class TensorFlowBackend:
@@ -553,6 +566,7 @@ class TensorFlowBackend:
         traces: dict = {}
 
         def call(inputs, *rest):
+            _check_not_tf1_graph()
             # tf.function traces NumPy arrays apart from tensors of the same shape and
             # dtype; as tensors, both kinds share one trace.
             inputs = tf.nest.map_structure(tf.convert_to_tensor, inputs)
