@@ -190,6 +190,7 @@ class _Fence(ast.NodeVisitor):
                 f"calling {node.func.id!r}, a variable, is not supported: call batched and "
                 "plain functions by their own name",
             )
+        self.check_builtin_call(node)
         if isinstance(node.func, ast.Name) and node.func.id in self.batched_names:
             for arg in node.args:
                 if isinstance(arg, ast.Starred):
@@ -200,6 +201,38 @@ class _Fence(ast.NodeVisitor):
                         kw.value, "**kwargs in a call to a batched function is not supported"
                     )
         self.generic_visit(node)
+
+    def check_builtin_call(self, node: ast.Call) -> None:
+        """Builtins whose per-example meaning a batch cannot keep."""
+        if not isinstance(node.func, ast.Name) or not self.is_builtin(node.func.id):
+            return
+        name = node.func.id
+        if name == "print":
+            self.reject(
+                node,
+                "print inside a batched function would run once per step for all the "
+                "threads there (and while compiling), not once per example: use "
+                "pcbatch.host_callback(print, value) to see the values of the threads at "
+                "this line, or call the function with dry_run=True",
+            )
+        reads_locals = any(
+            isinstance(n, ast.Name) and n.id in self.locals
+            for arg in node.args[:1]
+            for n in ast.walk(arg)
+        )
+        if name in ("isinstance", "type", "id") and reads_locals:
+            self.reject(
+                node,
+                f"{name}() of a per-example value is not supported: inside a batched "
+                "function a value is a batch of arrays, not the Python or NumPy scalar one "
+                "example would hold; test its dtype instead (e.g. np.issubdtype(x.dtype, "
+                "np.floating))",
+            )
+
+    def is_builtin(self, name: str) -> bool:
+        """``name`` means the builtin here (not a local, global or closure variable)."""
+        shadowed = name in self.locals or name in self.parsed.globals
+        return not shadowed and name not in self.parsed.closure
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in self.batched_names and node.id not in self.locals:

@@ -103,6 +103,21 @@ def walrus(x):
     return x
 
 
+def prints(x):
+    print("x is", x)  # ERROR
+    return x
+
+
+def checks_isinstance(x):
+    if isinstance(x, float):  # ERROR
+        return x
+    return x * 2
+
+
+def checks_type(x):
+    return x * 2 if type(x) is float else x  # ERROR
+
+
 def type_conflict(x):
     if x > 0:
         y = np.zeros(2, dtype=np.int64)  # ERROR

@@ -39,6 +39,9 @@ SYNTAX_CASES = [
     ("falls_off_end", "without returning"),
     ("varargs", "*args"),
     ("walrus", ":="),
+    ("prints", "pcbatch.host_callback(print"),
+    ("checks_isinstance", "isinstance() of a per-example value"),
+    ("checks_type", "type() of a per-example value"),
 ]
 
 
