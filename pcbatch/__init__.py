@@ -16,7 +16,7 @@ from pcbatch.errors import (
     TypeInferenceError,
     VerificationError,
 )
-from pcbatch.frontend.runtime import sync, truthy
+from pcbatch.frontend.runtime import batched_primitive, sync, truthy
 from pcbatch.ir.types import TensorType, Type, VariableAllocation
 from pcbatch.profiling import Profile, profile
 from pcbatch.vm.machine import StepLimitError
@@ -39,6 +39,7 @@ __all__ = [
     "TypeInferenceError",
     "VariableAllocation",
     "VerificationError",
+    "batched_primitive",
     "host_callback",
     "profile",
     "run",

@@ -62,6 +62,25 @@ def _truthy_for_backend(backend):
 truthy.for_backend = _truthy_for_backend
 
 
+def batched_primitive(function):
+    """Marks a plain helper as already batched, for code written to the seed's contract.
+
+    Called from a batched function, a marked helper becomes a primitive of its own that
+    receives every argument as a whole batch (a leading batch dimension: the threads at
+    that line) and returns batched results, instead of being written for one example
+    like the rest of the function. It must be a module-level or closure name, called
+    with positional arguments; on JAX and TensorFlow it sees that backend's arrays
+    (NumPy calls in it are mapped as elsewhere). Called outside a batched function it
+    is the plain function.
+    """
+    function.__pcbatch_batched_primitive__ = True
+    return function
+
+
+def is_batched_primitive(value) -> bool:
+    return getattr(value, "__pcbatch_batched_primitive__", False) is True
+
+
 def select(condition, if_true, if_false):
     """``if_true if condition else if_false`` with both sides already evaluated."""
     return np.where(truthy(condition), if_true, if_false)

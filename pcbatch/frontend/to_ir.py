@@ -313,6 +313,16 @@ class Translator:
         self.fb.call(callee.name, *args, out=[target])
         return target
 
+    def batched_primitive_call(self, node: ast.Call) -> str:
+        """A call of a helper marked `pcbatch.batched_primitive`: its own primitive, given
+        the whole batch of the threads at this line (the seed's primitive contract)."""
+        helper = self.constant_of(node.func)
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(node, f"{helper.__name__}, a batched primitive, takes "
+                             "positional arguments only (no keywords, no *args)")
+        args = [self.value(a) for a in node.args]
+        return self.fb.prim(helper, *args, out=self.fresh(), name=helper.__name__)
+
     def short_circuit(self, node: ast.expr, out: Any) -> Any:
         """``and``/``or``/conditional expression as control flow into one result variable."""
         result = self.fresh() if out is None or not isinstance(out, str) else out
@@ -363,6 +373,8 @@ class _Hoister(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         if self.t.batched_callee(node) is not None:
             return self._temp(self.t.call(node, None), node)
+        if runtime.is_batched_primitive(self.t.constant_of(node.func)):
+            return self._temp(self.t.batched_primitive_call(node), node)
         return self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:

@@ -194,3 +194,29 @@ def test_tf1_graph_mode_is_an_error_not_zeros_or_a_hang(jit_compile):
 
     with tf.Graph().as_default(), pytest.raises(ab.PcbatchError, match="TF1-style graph"):
         plus1(tf.constant([1.0, 2.0]), backend=ab.TensorFlowBackend(jit_compile=jit_compile))
+
+
+@ab.batched_primitive
+def _row_norms(v):
+    # Written for a whole batch, as the seed's primitives are: axis -1 is the event.
+    return np.sqrt(np.sum(v * v, axis=-1))
+
+
+@backends.backend_param
+def test_batched_primitive_helper_receives_the_whole_batch(backend_name):
+    ctx = ab.Context()
+
+    @ctx.batch
+    def scaled_norm(v, k):
+        if k > 0:
+            return _row_norms(v * k) + 1.0
+        return _row_norms(v)
+
+    v = np.array([[3.0, 4.0], [6.0, 8.0], [1.0, 0.0]])
+    k = np.array([1.0, -1.0, 2.0])
+    expected = np.array([6.0, 10.0, 3.0])
+    result = scaled_norm(v, k, backend=backends.backend(backend_name))
+    backends.assert_close(result, expected, backend_name)
+    ops = [op for b in ctx.program("scaled_norm").function("scaled_norm").graph
+           for op in b.instructions if op.function is _row_norms]
+    assert len(ops) == 2 and not any(op.per_example for op in ops)
