@@ -150,11 +150,20 @@ def _shape_merge(s1, s2):
 
 
 class NumpyBackend:
-    """Runs the VM eagerly on NumPy arrays, touching only active rows."""
+    """Runs the VM eagerly on NumPy arrays, touching only active rows.
+
+    Args:
+      safety_checks: accepted for the seed's API. NumPy runs eagerly, so a stack
+        overflow or a step limit is found as it happens and always raises; there is
+        nothing left to check after a run, and False changes nothing.
+    """
 
     name = "numpy"
     gathers_active_rows = True
     variable_class = RegisterVariable
+
+    def __init__(self, safety_checks: bool = True):
+        self.safety_checks = bool(safety_checks)
 
     # -- the VM core -------------------------------------------------------
     def create_variable(self, name, alloc, type_, max_stack_depth, batch_size):

@@ -220,3 +220,24 @@ def test_batched_primitive_helper_receives_the_whole_batch(backend_name):
     ops = [op for b in ctx.program("scaled_norm").function("scaled_norm").graph
            for op in b.instructions if op.function is _row_norms]
     assert len(ops) == 2 and not any(op.per_example for op in ops)
+
+
+def test_seed_backend_constructor_arguments():
+    ab.NumpyBackend(safety_checks=False)
+    if "tensorflow" not in backends.BACKEND_NAMES:
+        return
+    backend = ab.TensorFlowBackend(safety_checks=True, while_parallel_iterations=4,
+                                   basic_block_xla_device="/cpu:0")
+    assert backend.jit_compile and backend.while_parallel_iterations == 4
+    ctx = ab.Context()
+
+    @ctx.batch
+    def fib(n):
+        if n <= 1:
+            return n
+        return fib(n - 1) + fib(n - 2)
+
+    backends.assert_close(fib(np.array([5, 6]), backend=backend), np.array([5, 8]),
+                          "tensorflow")
+    with pytest.raises(ValueError, match="while_parallel_iterations"):
+        ab.TensorFlowBackend(while_parallel_iterations=0)
