@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import sys
 import threading
 import types
 from collections.abc import Callable, Sequence
@@ -31,13 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch import tracebacks
+from pcbatch import running, tracebacks
 from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
-from pcbatch.errors import BatchSizeError
+from pcbatch.errors import BatchSizeError, NestedBatchedCallError
 from pcbatch.frontend import fence
 from pcbatch.frontend.parse import ParsedFunction, parse_function
+from pcbatch.frontend.snapshot import Snapshot
 from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, map_pattern, rebuild
@@ -94,6 +96,9 @@ class BatchedFunction:
         under every policy.
     """
 
+    #: how the compiler recognizes a batched function without importing this module
+    is_batched_function = True
+
     def __init__(self, context: Context, function: Callable, type_inference: Callable | None):
         self.context = context
         self.python_function = function
@@ -108,6 +113,7 @@ class BatchedFunction:
     def __call__(self, *args, **kwargs):
         if _in_dry_run():
             return self.python_function(*args, **kwargs)
+        self._check_not_nested()
         options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
         values = self._bind(args, kwargs)
         try:
@@ -143,6 +149,7 @@ class BatchedFunction:
         """
         if _in_dry_run():
             raise TypeError(f"{self.name}.map() cannot be called inside a batched function")
+        self._check_not_nested(".map")
         refill.check_width(width)
         refill.group_size(group, width)
         options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
@@ -157,6 +164,24 @@ class BatchedFunction:
         except Exception as e:
             e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
             raise
+
+    def _check_not_nested(self, method: str = "") -> None:
+        """Refuses a call from plain code that a running batched program calls."""
+        outer = running.current()
+        if outer is None:
+            return
+        caller = sys._getframe(2)  # the helper's frame: __call__ or map is between
+        at = f"{caller.f_code.co_filename}, line {caller.f_lineno}, in {caller.f_code.co_name}"
+        raise NestedBatchedCallError(
+            f"the batched function {self.name!r} was called ({self.name}{method}(...) at "
+            f"{at}) "
+            f"while the batched function {outer!r} runs: from a plain helper (or a lambda "
+            f"or comprehension) that {outer!r} calls, which runs on the whole batch at once, "
+            "so this call would start a batched run of its own instead of the per-example "
+            f"call written. Decorate that helper with the same ctx.batch as {outer!r} (then "
+            f"{self.name!r} is a batched call); or, if {self.name!r} has no control flow "
+            f"and calls no batched function, call {self.name}.python_function(...) there"
+        )
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
         try:
@@ -265,6 +290,7 @@ class Context:
     def __init__(self):
         self._functions: dict[str, BatchedFunction] = {}
         self._module: Module | None = None
+        self._snapshot: Snapshot | None = None  # the globals and closures it was built from
         self._programs: dict = {}
         self._cache = runner.CompileCache()
         self._lock = threading.RLock()
@@ -312,11 +338,29 @@ class Context:
         """The IR `Module` of every function decorated so far (compiled once, then cached)."""
         with self._lock:
             if self._module is None:
+                # Before the build: a value changed while it runs is noticed next call.
+                self._snapshot = Snapshot(self._functions.values())
                 self._module = _build_module(self._functions)
             return self._module
 
+    def _forget_if_globals_changed(self) -> None:
+        """Rebuilds on the next use when a global or closure value the compiled functions
+        read has changed since they were compiled, as Python would read the new value
+        (see `pcbatch.frontend.snapshot` for what is noticed)."""
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.changed() is None:
+            return
+        with self._lock:
+            if self._snapshot is snapshot:
+                self._module = None
+                self._snapshot = None
+                self._programs.clear()
+                # Entries of the old programs could never be hit again.
+                self._cache = runner.CompileCache()
+
     def program(self, main: str) -> Program:
         """``self.module().program(main)``; raises ValueError if ``main`` is not decorated."""
+        self._forget_if_globals_changed()
         with self._lock:
             if main not in self._functions:
                 known = ", ".join(self._functions) or "none"
@@ -356,6 +400,10 @@ class Context:
     def _run(self, name: str, values: list, options: dict, refill: tuple = (None, None, None)):
         backend = options.get("backend") or _backend_for(values)
         program = self.program(name)
+        with running.inside(name):
+            return self._run_program(program, values, options, backend, refill)
+
+    def _run_program(self, program, values, options, backend, refill):
         return runner.run(
             program,
             values,
@@ -420,13 +468,9 @@ def _build_module(functions: dict) -> Module:
 def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
     loc = SourceLoc(p.filename, p.name, p.tree.lineno)
 
-    def resolve(callee_name: str):
-        value = p.closure.get(callee_name, p.globals.get(callee_name))
-        if isinstance(value, BatchedFunction):
-            if value.context is not functions[p.name].context:
-                return None
-            return value
-        return None
+    def resolve(value: BatchedFunction):
+        """``value`` if it is a batched function of this Context, else None."""
+        return value if value.context is functions[p.name].context else None
 
     with mb.define(p.name, loc=loc) as fb:
         Translator(p, fb, resolve).function_body()
