@@ -27,6 +27,7 @@ import inspect
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -293,6 +294,7 @@ class Context:
         self._snapshot: Snapshot | None = None  # the globals and closures it was built from
         self._programs: dict = {}
         self._cache = runner.CompileCache()
+        self._backends_used = weakref.WeakSet()  # whose compile caches hold our programs
         self._lock = threading.RLock()
 
     # -- decorating --------------------------------------------------------------
@@ -355,8 +357,21 @@ class Context:
                 self._module = None
                 self._snapshot = None
                 self._programs.clear()
-                # Entries of the old programs could never be hit again.
+                # Entries of the old programs could never be hit again: drop them.
+                self._drop_compiled(self._cache)
                 self._cache = runner.CompileCache()
+
+    def _drop_compiled(self, cache: runner.CompileCache) -> None:
+        """Removes the compiled backends' entries for the programs in ``cache``."""
+        lowered = {id(compiled) for _, compiled in list(cache._entries.values())}
+        for backend in list(self._backends_used):
+            stale = [
+                key
+                for key, entry in list(backend.compile_cache.items())
+                if id(getattr(entry, "program", None)) in lowered
+            ]
+            for key in stale:
+                backend.compile_cache.pop(key, None)
 
     def program(self, main: str) -> Program:
         """``self.module().program(main)``; raises ValueError if ``main`` is not decorated."""
@@ -399,6 +414,8 @@ class Context:
     # -- running -----------------------------------------------------------------
     def _run(self, name: str, values: list, options: dict, refill: tuple = (None, None, None)):
         backend = options.get("backend") or _backend_for(values)
+        if hasattr(backend, "compile_cache"):
+            self._backends_used.add(backend)
         program = self.program(name)
         with running.inside(name):
             return self._run_program(program, values, options, backend, refill)
