@@ -171,17 +171,19 @@ class BatchedFunction:
         outer = running.current()
         if outer is None:
             return
+        outer_name, outer_context = outer
         caller = sys._getframe(2)  # the helper's frame: __call__ or map is between
         at = f"{caller.f_code.co_filename}, line {caller.f_lineno}, in {caller.f_code.co_name}"
+        same = "" if outer_context is self.context else f"{self.name!r} and "
         raise NestedBatchedCallError(
             f"the batched function {self.name!r} was called ({self.name}{method}(...) at "
-            f"{at}) "
-            f"while the batched function {outer!r} runs: from a plain helper (or a lambda "
-            f"or comprehension) that {outer!r} calls, which runs on the whole batch at once, "
-            "so this call would start a batched run of its own instead of the per-example "
-            f"call written. Decorate that helper with the same ctx.batch as {outer!r} (then "
-            f"{self.name!r} is a batched call); or, if {self.name!r} has no control flow "
-            f"and calls no batched function, call {self.name}.python_function(...) there"
+            f"{at}) while the batched function {outer_name!r} runs: from a plain helper (or "
+            f"a lambda or comprehension) that {outer_name!r} calls, which runs on the whole "
+            "batch at once, so this call would start a batched run of its own instead of "
+            f"the per-example call written. Decorate {same}that helper with the same "
+            f"ctx.batch as {outer_name!r} (then {self.name!r} is a batched call); or, if "
+            f"{self.name!r} has no control flow and calls no batched function, call "
+            f"{self.name}.python_function(...) there"
         )
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
@@ -417,7 +419,7 @@ class Context:
         if hasattr(backend, "compile_cache"):
             self._backends_used.add(backend)
         program = self.program(name)
-        with running.inside(name):
+        with running.inside((name, self)):
             return self._run_program(program, values, options, backend, refill)
 
     def _run_program(self, program, values, options, backend, refill):

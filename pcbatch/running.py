@@ -16,19 +16,19 @@ import threading
 _state = threading.local()
 
 
-def current() -> str | None:
-    """The name of the batched function whose run this thread is inside, or None."""
+def current() -> tuple | None:
+    """(name, Context) of the batched function whose run this thread is inside, or None."""
     stack = getattr(_state, "stack", None)
     return stack[-1] if stack else None
 
 
 @contextlib.contextmanager
-def inside(name: str):
-    """Marks this thread as running the batched function ``name`` (compile included)."""
+def inside(function: tuple):
+    """Marks this thread as running ``function``, (name, Context), compile included."""
     stack = getattr(_state, "stack", None)
     if stack is None:
         stack = _state.stack = []
-    stack.append(name)
+    stack.append(function)
     try:
         yield
     finally:

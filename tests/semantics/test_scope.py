@@ -224,6 +224,29 @@ def _other_context_call():
     return calls_other_context
 
 
+def _other_context_through_helper():
+    first, second = pcbatch.Context(), pcbatch.Context()
+
+    @first.batch
+    def double(x):
+        return x * 2
+
+    def plain_helper(x):
+        return double(x)
+
+    @second.batch
+    def calls_helper(x):
+        return plain_helper(x) + 1
+
+    return calls_helper
+
+
+@backends.backend_param
+def test_another_contexts_batched_function_from_a_helper_is_a_clear_error(backend_name):
+    with pytest.raises(NestedBatchedCallError, match="Decorate 'double' and that helper"):
+        _other_context_through_helper()(X, backend=backends.backend(backend_name))
+
+
 def test_a_call_to_another_contexts_batched_function_is_rejected_at_its_line():
     calls_other_context = _other_context_call()
     with pytest.raises(AutobatchSyntaxError, match="another pcbatch.Context") as caught:
