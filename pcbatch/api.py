@@ -16,7 +16,9 @@ Usage::
 Functions are compiled from their source on first call (all functions
 decorated in the context by then are compiled together, so they may call each
 other in any order), and the lowered program is cached per argument
-signature and backend.
+signature and backend. A call compiles again when a global or closure value the
+functions read has changed since (`pcbatch.frontend.snapshot`), as Python reads
+globals anew at every call.
 """
 
 from __future__ import annotations
