@@ -101,7 +101,7 @@ class Snapshot:
             self._seen.add(id(value))
             for name in names:
                 if name in value.__dict__:
-                    self._record("global", value.__dict__, name)
+                    self._follow_value(self._record("global", value.__dict__, name), names)
             return
         self._follow_function(value)
 

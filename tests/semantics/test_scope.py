@@ -15,6 +15,7 @@ import pytest
 import pcbatch
 from pcbatch.errors import AutobatchSyntaxError, NestedBatchedCallError
 from tests import backends
+from tests.semantics import scope_helpers
 
 SCALE = 2.0
 OFFSETS = np.array([1.0, 5.0])
@@ -81,6 +82,24 @@ def test_a_module_attribute_rebound_between_calls_is_read_anew(backend_name, mon
     _check(scaled, backend_name)
     monkeypatch.setattr(THIS_MODULE, "FACTOR", -1.0)
     _check(scaled, backend_name)
+
+
+def _module_helper_context():
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def shifted(x):
+        return scope_helpers.shift(x) * 2
+
+    return shifted
+
+
+@backends.backend_param
+def test_a_global_of_a_helper_in_another_module_rebound_is_read_anew(backend_name, monkeypatch):
+    shifted = _module_helper_context()
+    _check(shifted, backend_name)
+    monkeypatch.setattr(scope_helpers, "SHIFT", 10.0)
+    np.testing.assert_allclose(np.asarray(_check(shifted, backend_name)), (X + 10.0) * 2)
 
 
 def _closure_context():
