@@ -16,7 +16,9 @@ Usage::
 Functions are compiled from their source on first call (all functions
 decorated in the context by then are compiled together, so they may call each
 other in any order), and the lowered program is cached per argument
-signature and backend.
+signature and backend. A call compiles again when a global or closure value the
+functions read has changed since (`pcbatch.frontend.snapshot`), as Python reads
+globals anew at every call.
 """
 
 from __future__ import annotations
@@ -24,20 +26,23 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from pcbatch import tracebacks
+from pcbatch import running, tracebacks
 from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
-from pcbatch.errors import BatchSizeError
+from pcbatch.errors import BatchSizeError, NestedBatchedCallError
 from pcbatch.frontend import fence, unbound
 from pcbatch.frontend.parse import ParsedFunction, parse_function
+from pcbatch.frontend.snapshot import Snapshot
 from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, map_pattern, rebuild
@@ -94,6 +99,9 @@ class BatchedFunction:
         under every policy.
     """
 
+    #: how the compiler recognizes a batched function without importing this module
+    is_batched_function = True
+
     def __init__(self, context: Context, function: Callable, type_inference: Callable | None):
         self.context = context
         self.python_function = function
@@ -108,6 +116,7 @@ class BatchedFunction:
     def __call__(self, *args, **kwargs):
         if _in_dry_run():
             return self.python_function(*args, **kwargs)
+        self._check_not_nested()
         options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
         values = self._bind(args, kwargs)
         try:
@@ -143,6 +152,7 @@ class BatchedFunction:
         """
         if _in_dry_run():
             raise TypeError(f"{self.name}.map() cannot be called inside a batched function")
+        self._check_not_nested(".map")
         refill.check_width(width)
         refill.group_size(group, width)
         options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
@@ -157,6 +167,26 @@ class BatchedFunction:
         except Exception as e:
             e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
             raise
+
+    def _check_not_nested(self, method: str = "") -> None:
+        """Refuses a call from plain code that a running batched program calls."""
+        outer = running.current()
+        if outer is None:
+            return
+        outer_name, outer_context = outer
+        caller = sys._getframe(2)  # the helper's frame: __call__ or map is between
+        at = f"{caller.f_code.co_filename}, line {caller.f_lineno}, in {caller.f_code.co_name}"
+        same = "" if outer_context is self.context else f"{self.name!r} and "
+        raise NestedBatchedCallError(
+            f"the batched function {self.name!r} was called ({self.name}{method}(...) at "
+            f"{at}) while the batched function {outer_name!r} runs: from a plain helper (or "
+            f"a lambda or comprehension) that {outer_name!r} calls, which runs on the whole "
+            "batch at once, so this call would start a batched run of its own instead of "
+            f"the per-example call written. Decorate {same}that helper with the same "
+            f"ctx.batch as {outer_name!r} (then {self.name!r} is a batched call); or, if "
+            f"{self.name!r} has no control flow and calls no batched function, call "
+            f"{self.name}.python_function(...) there"
+        )
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
         try:
@@ -265,8 +295,10 @@ class Context:
     def __init__(self):
         self._functions: dict[str, BatchedFunction] = {}
         self._module: Module | None = None
+        self._snapshot: Snapshot | None = None  # the globals and closures it was built from
         self._programs: dict = {}
         self._cache = runner.CompileCache()
+        self._backends_used = weakref.WeakSet()  # whose compile caches hold our programs
         self._lock = threading.RLock()
 
     # -- decorating --------------------------------------------------------------
@@ -321,11 +353,42 @@ class Context:
         """The IR `Module` of every function decorated so far (compiled once, then cached)."""
         with self._lock:
             if self._module is None:
+                # Before the build: a value changed while it runs is noticed next call.
+                self._snapshot = Snapshot(self._functions.values())
                 self._module = _build_module(self._functions)
             return self._module
 
+    def _forget_if_globals_changed(self) -> None:
+        """Rebuilds on the next use when a global or closure value the compiled functions
+        read has changed since they were compiled, as Python would read the new value
+        (see `pcbatch.frontend.snapshot` for what is noticed)."""
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.changed() is None:
+            return
+        with self._lock:
+            if self._snapshot is snapshot:
+                self._module = None
+                self._snapshot = None
+                self._programs.clear()
+                # Entries of the old programs could never be hit again: drop them.
+                self._drop_compiled(self._cache)
+                self._cache = runner.CompileCache()
+
+    def _drop_compiled(self, cache: runner.CompileCache) -> None:
+        """Removes the compiled backends' entries for the programs in ``cache``."""
+        lowered = {id(compiled) for _, compiled in list(cache._entries.values())}
+        for backend in list(self._backends_used):
+            stale = [
+                key
+                for key, entry in list(backend.compile_cache.items())
+                if id(getattr(entry, "program", None)) in lowered
+            ]
+            for key in stale:
+                backend.compile_cache.pop(key, None)
+
     def program(self, main: str) -> Program:
         """``self.module().program(main)``; raises ValueError if ``main`` is not decorated."""
+        self._forget_if_globals_changed()
         with self._lock:
             if main not in self._functions:
                 known = ", ".join(self._functions) or "none"
@@ -364,7 +427,13 @@ class Context:
     # -- running -----------------------------------------------------------------
     def _run(self, name: str, values: list, options: dict, refill: tuple = (None, None, None)):
         backend = options.get("backend") or _backend_for(values)
+        if hasattr(backend, "compile_cache"):
+            self._backends_used.add(backend)
         program = self.program(name)
+        with running.inside((name, self)):
+            return self._run_program(program, values, options, backend, refill)
+
+    def _run_program(self, program, values, options, backend, refill):
         return runner.run(
             program,
             values,
@@ -435,14 +504,12 @@ def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
 
     by_python_function = {id(bf.python_function): bf for bf in functions.values()}
 
-    def resolve(callee_name: str):
-        value = p.closure.get(callee_name, p.globals.get(callee_name))
-        # ``ctx.batch_uncurried(fib)`` leaves the global ``fib`` the plain function; a
-        # call through it is still a call of the batched function.
+    def resolve(value):
+        """The batched function of this Context that ``value`` is, else None; also when
+        ``value`` is its plain function (``ctx.batch_uncurried(fib)`` leaves the global
+        ``fib`` plain, and a call through it is still a batched call)."""
         value = by_python_function.get(id(value), value)
-        if isinstance(value, BatchedFunction):
-            if value.context is not functions[p.name].context:
-                return None
+        if isinstance(value, BatchedFunction) and value.context is functions[p.name].context:
             return value
         return None
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pcbatch import running
 from pcbatch.ir.types import TensorType, Type
 
 
@@ -77,7 +78,8 @@ class HostCallbackOp:
             if not mask.any():
                 return
             values = [v[mask] for v in values]
-        self.function(*values)
+        with running.outside():  # host code: it may start batched runs of its own
+            self.function(*values)
 
     def for_backend(self, backend) -> Callable | None:
         name = getattr(backend, "name", "numpy")

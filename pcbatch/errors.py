@@ -69,3 +69,8 @@ class AutobatchSyntaxError(PcbatchError, SyntaxError):
 
     def __init__(self, message: str, filename: str, lineno: int, offset: int, text: str):
         SyntaxError.__init__(self, message, (filename, lineno, offset, text))
+
+
+class NestedBatchedCallError(PcbatchError, RuntimeError):
+    """A batched function was called while a batched run executes: from a plain helper
+    (or a lambda or comprehension) that a running program's primitive calls."""

@@ -81,11 +81,33 @@ class Translator:
         return f"${self.temps}"
 
     def batched_callee(self, node: ast.AST):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        """The batched function ``node`` calls, or None for any other expression.
+
+        A batched function of another Context, or one reached through an attribute,
+        is an error at the call: compiled as a plain call it would run inside a
+        primitive, on the whole batch, as a batched run of its own.
+        """
+        if not isinstance(node, ast.Call):
             return None
-        if node.func.id in self.locals:
+        value = self.constant_of(node.func)
+        own = self.resolve_batched(value)
+        if own is None and getattr(type(value), "is_batched_function", False) is not True:
             return None
-        return self.resolve_batched(node.func.id)
+        written = ast.unparse(node.func)
+        if own is None:
+            raise self.error(
+                node,
+                f"{written!r} is a batched function of another pcbatch.Context; a batched "
+                "function can call only batched functions of its own Context: decorate "
+                f"both with the same ctx.batch, or call the plain {written}.python_function",
+            )
+        if not isinstance(node.func, ast.Name):
+            raise self.error(
+                node,
+                f"call the batched function {own.name!r} by its own name (import it: "
+                f"from ... import {own.name}), not as {written!r}",
+            )
+        return own
 
     def constant_of(self, node: ast.expr) -> Any:
         """The value a global or closure name (or a module path such as ``pcbatch.sync``)

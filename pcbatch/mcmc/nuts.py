@@ -97,7 +97,7 @@ def sample(
     initial_state,
     *,
     num_samples: int,
-    num_warmup: int = 0,
+    num_warmup: int,
     step_size: float = 0.1,
     max_tree_depth: int = 10,
     seed: int,
@@ -115,13 +115,20 @@ def sample(
       target_log_prob_fn: ONE state (``event_shape``) -> its log density. On JAX its
         gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
       initial_state: the chains' starting points; its array type picks the backend
-        (NumPy, JAX or TensorFlow) unless ``backend`` is given.
+        (NumPy, JAX or TensorFlow) unless ``backend`` is given. A list or tuple is
+        taken as a NumPy array. Integer states are converted to the backend's
+        default float (NumPy float64, JAX float32 unless ``jax_enable_x64``,
+        TensorFlow float32); floats must be float32 or float64 (float16 and bfloat16
+        are rejected: their rounding makes every trajectory diverge); booleans and
+        complex numbers are rejected.
       backend: the pcbatch backend to run on; it also picks the gradient (a NumPy
         ``initial_state`` with ``backend=JaxBackend()`` uses ``jax.value_and_grad``).
       num_samples, num_warmup: draws kept, and warmup draws before them (step size by
-        dual averaging, diagonal mass matrix in Stan's windows).
-      step_size: the initial step size (scalar or one per chain); with warmup it is
-        only a starting point for Stan's step-size search.
+        dual averaging, diagonal mass matrix in Stan's windows). Both are required,
+        as in NumPyro: ``num_warmup=0`` runs without adaptation, at ``step_size``
+        (Stan's default is 1000 warmup draws).
+      step_size: the initial step size, a positive finite number (scalar or one per
+        chain); with warmup it is only a starting point for Stan's step-size search.
       max_tree_depth: at most ``2**max_tree_depth - 1`` leapfrog steps per draw.
       seed: an integer; a chain's draws depend only on (seed, its chain index, draw).
       value_and_grad: ONE state -> (log density, gradient). Required on NumPy.
@@ -138,6 +145,7 @@ def sample(
         bar only fills at the end (see `pcbatch.callbacks`).
     """
     _check_arguments(num_samples, num_warmup, max_tree_depth)
+    initial_state = _float_state(initial_state, backend)
     value_and_grad = gradients.value_and_grad_for(
         target_log_prob_fn, value_and_grad, initial_state, backend
     )
@@ -160,7 +168,7 @@ def sample(
         float(target_accept_prob),
         counts_live,
     )
-    steps = np.broadcast_to(np.asarray(step_size, dtype), (num_chains,))
+    steps = _step_sizes(step_size, dtype, num_chains)
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
     draws = np.full(num_chains, np.uint32(first_draw))
@@ -223,6 +231,68 @@ def _swap_chains(samples):
     return samples.transpose(perm)
 
 
+def _float_state(state, backend):
+    """``state`` as float32 or float64 arrays of its library (see `sample`'s rules)."""
+    if not (hasattr(state, "shape") and hasattr(state, "dtype")):
+        state = np.asarray(state)  # a list or tuple of numbers
+    if len(state.shape) < 1:
+        raise ValueError(
+            "nuts.sample: initial_state needs a leading chain dimension, "
+            f"[num_chains, *event_shape]; got a scalar ({state!r})"
+        )
+    dtype = np.dtype(getattr(state.dtype, "as_numpy_dtype", state.dtype))
+    if dtype in (np.float32, np.float64):
+        return state
+    if dtype.kind in "iu":
+        return _as_default_float(state, backend)
+    if dtype == np.float16 or dtype.name == "bfloat16":
+        advice = "float32 or float64 (e.g. initial_state.astype(np.float32))"
+        reason = "its rounding error makes every leapfrog trajectory diverge"
+    else:
+        advice = "real numbers as float32 or float64"
+        reason = "the sampler's state is a point of a real vector space"
+    raise TypeError(
+        f"nuts.sample: initial_state has dtype {dtype.name}, which NUTS cannot use "
+        f"({reason}); pass {advice}"
+    )
+
+
+def _as_default_float(state, backend):
+    """An integer ``state`` in its library's default float dtype."""
+    library = gradients.array_library(state)
+    if library == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(state, dtype=jnp.result_type(float))
+    if library == "tensorflow":
+        import tensorflow as tf
+
+        return tf.cast(state, tf.float32)
+    return np.asarray(state, dtype=np.float64)
+
+
+def _step_sizes(step_size, dtype, num_chains: int) -> np.ndarray:
+    """One positive finite step size per chain, in the state's dtype."""
+    try:
+        steps = np.asarray(step_size)
+        valid_kind = steps.dtype.kind in "iuf"
+        per_chain = np.broadcast_to(steps, (num_chains,))
+    except (TypeError, ValueError):
+        valid_kind = False
+    if not valid_kind:
+        raise TypeError(
+            f"nuts.sample: step_size must be a positive number or one per chain "
+            f"({num_chains} chains), got {step_size!r}"
+        )
+    if not np.all(np.isfinite(per_chain) & (per_chain > 0)):
+        raise ValueError(
+            f"nuts.sample: step_size must be positive and finite, got {step_size!r}; "
+            "a step size of 0 never moves the chains (with warmup it is the starting "
+            "point of the step-size search; 0.1 is the default)"
+        )
+    return per_chain.astype(dtype)
+
+
 def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
     if int(num_samples) < 1:
         raise ValueError(f"num_samples must be at least 1, got {num_samples}")
@@ -259,7 +329,9 @@ class NoUTurnSampler:
     ``bootstrap_results(state)`` starts the kernel's bookkeeping;
     ``one_step(state, results)`` returns ``(next_state, results)`` where ``results``
     holds the step's `NutsResult` (``last``) and the draw counter, so successive steps
-    use fresh random streams. Use `sample` for many draws: it batches across draws too.
+    use fresh random streams. A step does not adapt: it samples at ``step_size``
+    (``sample(..., num_warmup=0)``). Use `sample` for many draws: it batches across
+    draws too, and adapts with ``num_warmup``.
     """
 
     def __init__(
@@ -289,6 +361,7 @@ class NoUTurnSampler:
             self.target_log_prob_fn,
             current_state,
             num_samples=1,
+            num_warmup=0,  # a kernel step does not adapt
             step_size=self.step_size,
             max_tree_depth=self.max_tree_depth,
             seed=self.seed,

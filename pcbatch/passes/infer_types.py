@@ -22,7 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pcbatch.errors import ConditionShapeError, TypeInferenceError, where
+from pcbatch.errors import (
+    ConditionShapeError,
+    NestedBatchedCallError,
+    TypeInferenceError,
+    where,
+)
 from pcbatch.ir.nodes import FunctionCallOp, PrimOp, Program, reads, writes
 from pcbatch.ir.types import (
     TensorType,
@@ -214,6 +219,8 @@ class _Inference:
     def traced_types(self, op: PrimOp, example_types, in_types: Sequence[Type]) -> Any:
         try:
             return example_types(self.backend.adapt(op.function), in_types)
+        except NestedBatchedCallError:
+            raise  # its own message says what to write
         except Exception as error:
             raise _unknown_result(op, "when traced on one example", in_types, error) from error
 
@@ -222,6 +229,8 @@ class _Inference:
         batched = [_with_batch(t, batch) for t in in_types]
         try:
             return self.backend.run_on_dummies(function, batched)
+        except NestedBatchedCallError:
+            raise  # its own message says what to write
         except Exception as first:
             try:
                 return self.backend.run_on_dummies(function, batched, fill=0)

@@ -113,7 +113,13 @@ def test_a_trajectory_that_never_turns_takes_two_to_the_depth_minus_one_steps():
     # A constant gradient accelerates forever: no U-turn, no energy error (leapfrog is
     # exact for a constant force), so every draw builds the deepest tree allowed.
     result = nuts.sample(
-        None, np.zeros((5, 3)), num_samples=4, max_tree_depth=5, seed=0, value_and_grad=_uphill
+        None,
+        np.zeros((5, 3)),
+        num_samples=4,
+        num_warmup=0,
+        max_tree_depth=5,
+        seed=0,
+        value_and_grad=_uphill,
     )
     np.testing.assert_array_equal(result.num_leapfrogs, 2**5 - 1)
     np.testing.assert_array_equal(result.tree_depth, 5)
@@ -140,7 +146,9 @@ def test_same_seed_same_draws_other_seed_other_draws(backend):
 
 
 def test_continuing_a_run_uses_fresh_draws():
-    options = dict(num_samples=10, seed=4, value_and_grad=_target("normal_1d").value_and_grad)
+    options = dict(
+        num_samples=10, num_warmup=0, seed=4, value_and_grad=_target("normal_1d").value_and_grad
+    )
     start = np.zeros((3, 1))
     whole = nuts.sample(None, start, **dict(options, num_samples=20))
     first = nuts.sample(None, start, **options)
@@ -161,6 +169,7 @@ def test_the_transition_kernel_steps_like_the_sampler():
         None,
         np.zeros((4, 1)),
         num_samples=5,
+        num_warmup=0,
         step_size=0.5,
         max_tree_depth=6,
         seed=9,
@@ -172,15 +181,17 @@ def test_the_transition_kernel_steps_like_the_sampler():
 
 def test_numpy_needs_value_and_grad():
     with pytest.raises(TypeError, match="value_and_grad="):
-        nuts.sample(lambda x: -np.sum(x * x), np.zeros((2, 2)), num_samples=3, seed=0)
+        nuts.sample(
+            lambda x: -np.sum(x * x), np.zeros((2, 2)), num_samples=3, num_warmup=0, seed=0
+        )
 
 
 @pytest.mark.parametrize(
     ("options", "words"),
     [
-        ({"num_samples": 0}, "num_samples"),
+        ({"num_samples": 0, "num_warmup": 0}, "num_samples"),
         ({"num_samples": 3, "num_warmup": -1}, "num_warmup"),
-        ({"num_samples": 3, "max_tree_depth": 40}, "max_tree_depth"),
+        ({"num_samples": 3, "num_warmup": 0, "max_tree_depth": 40}, "max_tree_depth"),
     ],
 )
 def test_bad_settings_are_clear_errors(options, words):
@@ -236,7 +247,7 @@ def test_the_progress_bar_counts_every_draw_and_changes_no_draw(backend, monkeyp
 
 
 def test_without_the_bar_the_program_has_no_callback():
-    options = dict(num_samples=3, seed=0, value_and_grad=_uphill, max_tree_depth=3)
+    options = dict(num_samples=3, num_warmup=0, seed=0, value_and_grad=_uphill, max_tree_depth=3)
     with pcbatch.profile() as off:
         nuts.sample(None, np.zeros((2, 2)), progress_bar=False, **options)
     assert not any("host_callback" in label for label in off.primitive_counts)
@@ -298,4 +309,6 @@ def test_backend_picks_the_gradient_whatever_the_initial_state(backend):
 
 def test_a_backend_that_is_not_one_is_a_clear_error():
     with pytest.raises(TypeError, match="not a pcbatch backend"):
-        nuts.sample(lambda x: x, np.zeros((2, 1)), num_samples=2, seed=0, backend="jax")
+        nuts.sample(
+            lambda x: x, np.zeros((2, 1)), num_samples=2, num_warmup=0, seed=0, backend="jax"
+        )
