@@ -11,9 +11,11 @@ from pcbatch.errors import (
     AutobatchSyntaxError,
     BatchSizeError,
     ConditionShapeError,
+    LaneStatus,
     PcbatchError,
     StackOverflowError,
     TypeInferenceError,
+    UncheckedFailureError,
     VerificationError,
 )
 from pcbatch.frontend.runtime import sync, truthy
@@ -29,6 +31,7 @@ __all__ = [
     "BatchSizeError",
     "ConditionShapeError",
     "HostCallbackWarning",
+    "LaneStatus",
     "NumpyBackend",
     "PcbatchError",
     "Profile",
@@ -37,6 +40,7 @@ __all__ = [
     "TensorType",
     "Type",
     "TypeInferenceError",
+    "UncheckedFailureError",
     "VariableAllocation",
     "VerificationError",
     "host_callback",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 
 class PcbatchError(Exception):
     """Base class of pcbatch's own errors."""
@@ -42,6 +44,20 @@ class StackOverflowError(PcbatchError, ValueError):
         self.function = function
         self.max_stack_depth = max_stack_depth
         self.suggested_depth = suggested_depth
+
+
+class LaneStatus(enum.IntEnum):
+    """What ``fn(..., return_status=True)`` reports per batch member (an int array)."""
+
+    OK = 0  #: finished; its result is right
+    STACK_OVERFLOW = 1  #: its recursion exceeded max_stack_depth; its result is a fill value
+    STEP_LIMIT = 2  #: still running when max_steps ran out; its result is a fill value
+
+
+class UncheckedFailureError(PcbatchError, RuntimeError):
+    """A run that may fail (a stack overflow, a step limit) was called where its failure
+    could neither raise nor be reported: inside a ``tf.function(jit_compile=True)``
+    without ``return_status=True`` (docs/semantics/failures.md)."""
 
 
 def where(loc) -> str:

@@ -265,6 +265,15 @@ class JaxBackend:
     def to_host(self, value) -> Any:
         return np.asarray(value)
 
+    def fail_on_read(self, values, pc, raise_failures: Callable, function: str):
+        """``values``, from a run traced into a caller's computation, whose failed lanes
+        (`pcbatch.vm.staged.lane_status`) raise when that computation runs: a host
+        callback of ``pc`` calls ``raise_failures``, which raises pcbatch's own error;
+        JAX reports it as a ``JaxRuntimeError`` whose message ends with that error.
+        ``jax.debug.callback`` is kept by the compiler though nothing reads it."""
+        jax.debug.callback(raise_failures, pc)
+        return values
+
     def is_tracing(self, values) -> bool:
         return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))
 

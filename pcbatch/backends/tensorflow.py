@@ -173,6 +173,16 @@ def _without_control_dependencies(function: Callable) -> Callable:
     return call
 
 
+def _in_xla_context() -> bool:
+    """Whether the graph being built will be compiled by XLA: a tf.function with
+    jit_compile=True is tracing it, or one of the graphs it is nested in. (TensorFlow's
+    own test, the one tf.function makes: there is no public one.)"""
+    from tensorflow.python.ops import control_flow_util
+
+    graph = tf.compat.v1.get_default_graph()
+    return control_flow_util.GraphOrParentsInXlaContext(graph)
+
+
 class TensorFlowBackend:
     """Runs batched programs as one TensorFlow graph (XLA-compiled by default).
 
@@ -576,6 +586,35 @@ class TensorFlowBackend:
 
     def to_host(self, value) -> Any:
         return np.asarray(value)
+
+    def fail_on_read(self, values, pc, raise_failures: Callable, function: str):
+        """``values``, from a run traced into a caller's graph, whose failed lanes
+        (`pcbatch.vm.staged.lane_status`) raise when the graph runs: a py function of
+        ``pc`` calls ``raise_failures`` and the results depend on it; TensorFlow reports
+        pcbatch's error as its own (``InvalidArgumentError`` or ``UnknownError``) with the
+        message kept. Under XLA nothing can call the host, and nothing can raise at run
+        time (XLA ignores asserts): a call there must take the status
+        (``return_status=True``), or is refused while tracing."""
+        from pcbatch.errors import UncheckedFailureError
+
+        if _in_xla_context():
+            raise UncheckedFailureError(
+                f"{function}() inside a tf.function(jit_compile=True): XLA cannot raise a "
+                "stack overflow or step limit when the run executes, and a failed lane's "
+                "result would be a fill value (NaN, or the smallest integer). Call "
+                f"{function}(..., return_status=True) and check the status it returns "
+                "(0 per lane: finished), or call it from a tf.function without "
+                "jit_compile=True (the run is still XLA-compiled, and it raises), or "
+                "eagerly; TensorFlowBackend(safety_checks=False) turns the check off"
+            )
+
+        def check(pcs):
+            raise_failures(pcs)
+            return np.asarray(True)
+
+        checked = tf.numpy_function(check, [pc], tf.bool, name="pcbatch_check")
+        with tf.control_dependencies([checked]):
+            return tf.nest.map_structure(tf.identity, values)
 
     def is_tracing(self, values) -> bool:
         return not tf.executing_eagerly() or any(
