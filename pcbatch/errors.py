@@ -60,6 +60,10 @@ class UncheckedFailureError(PcbatchError, RuntimeError):
     without ``return_status=True`` (docs/semantics/failures.md)."""
 
 
+class NarrowingWarning(UserWarning):
+    """A 64-bit argument runs narrowed to 32 bits (JAX with ``jax_enable_x64`` off)."""
+
+
 def where(loc) -> str:
     """`` at file:line in fn`` for a SourceLoc, or an empty string."""
     return f" at {loc}" if loc is not None else ""

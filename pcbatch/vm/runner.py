@@ -54,6 +54,17 @@ def check_known_shapes(program: Program, args: Sequence) -> None:
                 )
 
 
+def check_narrowing(program: Program, args: Sequence, backend) -> None:
+    """Lets ``backend`` refuse or warn about arguments it would narrow (JAX without
+    ``jax_enable_x64``: `JaxBackend.check_narrowing`)."""
+    check = getattr(backend, "check_narrowing", None)
+    if check is None:
+        return
+    for name, arg in zip(program.vars_in, args):
+        for leaf in flatten(arg):
+            check(program.main, machine._local(name), leaf)
+
+
 def _as_array(value):
     """Arrays of any library stay as they are (JAX arrays stay on their device)."""
     return value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
@@ -145,6 +156,7 @@ def run(
     cache = cache or _DEFAULT_CACHE
     args = [map_pattern(_as_array, a) for a in args]
     check_known_shapes(program, args)
+    check_narrowing(program, args, backend)
     if return_status and (width is not None or stackless):
         raise ValueError(
             f"{program.main}(): return_status=True is for a plain call on the stack "
