@@ -188,7 +188,9 @@ class TensorFlowBackend:
 
     Args:
       safety_checks: check stack overflow and the step limit after each run
-        (one small device-to-host read); False skips them for raw speed.
+        (one small device-to-host read; inside a caller's graph, a py function that
+        raises when it runs); False skips them for raw speed (failed lanes' results
+        are still fill values: NaN, the smallest integer).
       jit_compile: compile the staged program with XLA.
       compaction: ``None`` (default): every block runs full width under a mask.
         ``"auto"`` or a sequence of bucket widths: a block with at most ``k`` active

@@ -593,9 +593,14 @@ def execute(
     staged = entry.machine
     with collector_paused() if fresh else contextlib.nullcontext():
         outputs, info = entry.function(*entry.arguments(inputs))
+    tracing = backend.is_tracing((outputs, info))  # inside the user's jit or tf.function
+    if (tracing or return_status) and refill is None and can_fail(staged):
+        # Not in the compiled run itself: an eager call that is not asked for a status
+        # raises instead, and its compiled program stays as it was.
+        outputs = poison(backend, outputs, info["pc"] == staged.halt)
     result = outputs[0] if len(outputs) == 1 else outputs
     checked = getattr(backend, "safety_checks", True)
-    if backend.is_tracing((outputs, info)):  # inside the user's jit or tf.function
+    if tracing:
         if return_status:
             return result, lane_status(backend, info["pc"], staged.halt)
         if not checked or not can_fail(staged):
@@ -731,13 +736,9 @@ def _per_device(width: int, sharding) -> int:
 
 
 def _traced(staged: StagedMachine, backend):
-    poisons = staged.refill is None and can_fail(staged)
-
     def run(inputs, live=None, blank=None):
         backend.traces += 1  # runs only while tracing: counts compilations
         outputs, final = staged.run(inputs, live, blank)
-        if poisons:  # elementwise: XLA fuses it into the outputs' last update
-            outputs = poison(backend, outputs, final["pc"]["top"] == staged.halt)
         info = {k: v for k, v in final.items() if k not in ("vars", "pc", "refill", "block")}
         info["pc"] = final["pc"]["top"]
         return outputs, info
