@@ -37,3 +37,13 @@ def collatz_plain(x):
 def fib_plain(n):
     """The oracle: fib written plainly (the undecorated fib calls the batched one)."""
     return n if n <= 1 else fib_plain(n - 1) + fib_plain(n - 2)
+
+
+@ctx.batch
+def fib_pair(n):
+    """(fib(n), fib(n) / 2): two results of two dtypes."""
+    if n <= 1:
+        return n, 0.5 * n
+    a, b = fib_pair(n - 1)
+    c, d = fib_pair(n - 2)
+    return a + c, b + d

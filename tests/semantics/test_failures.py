@@ -13,7 +13,14 @@ import pytest
 
 import pcbatch
 from tests import backends
-from tests.semantics.failures_src import collatz, collatz_plain, fib, fib_plain, halved
+from tests.semantics.failures_src import (
+    collatz,
+    collatz_plain,
+    fib,
+    fib_pair,
+    fib_plain,
+    halved,
+)
 
 N = np.array([3, 11, 5])  # fib(11) needs 10 levels of stack, the others at most 4
 DEPTH = 6
@@ -65,6 +72,17 @@ def test_float_results_of_failed_lanes_are_nan(backend_name):
     result = np.asarray(result)
     assert np.asarray(status).tolist() == [0, 1, 0]
     assert result[0] == 2.0 and result[2] == 1.0 and np.isnan(result[1])
+
+
+@backends.backend_param
+def test_every_result_of_a_failed_lane_is_filled(backend_name):
+    backend = backends.backend(backend_name)
+    (ints, floats), status = fib_pair(N, backend=backend, max_stack_depth=DEPTH,
+                                      return_status=True)
+    ints, floats = np.asarray(ints), np.asarray(floats)
+    assert np.asarray(status).tolist() == [0, 1, 0]
+    assert ints[[0, 2]].tolist() == [2, 5] and floats[[0, 2]].tolist() == [1.0, 2.5]
+    assert ints[1] == _poison_of(ints.dtype) and np.isnan(floats[1])
 
 
 @backends.backend_param
@@ -153,6 +171,16 @@ def test_overflow_inside_a_graph_tf_function_raises_when_it_runs(inner_xla):
                             jit_compile=False)
     with pytest.raises(tf.errors.OpError, match=r"StepLimitError: collatz\(\) did not finish"):
         run_steps(tf.constant([6, 27]))
+
+
+def test_safety_checks_off_skips_the_raise_but_still_fills_failed_lanes():
+    tf = _tf()
+    from pcbatch.backends.tensorflow import TensorFlowBackend
+
+    backend = TensorFlowBackend(jit_compile=False, safety_checks=False)
+    run = tf.function(lambda n: fib(n, backend=backend, max_stack_depth=DEPTH))
+    result = run(tf.constant(N)).numpy()
+    assert result.tolist() == [2, _poison_of(result.dtype), 5]
 
 
 def test_a_call_that_may_fail_inside_an_xla_tf_function_needs_return_status():
