@@ -607,12 +607,15 @@ def execute(
             return result
         failures = functools.partial(
             _raise_failures, program, staged, max_stack_depth=max_stack_depth,
-            max_steps=max_steps,
+            max_steps=max_steps, lanes_are_members=refill is None,
         )
         return backend.fail_on_read(result, info["pc"], failures, program.main)
     if checked and not return_status:
         pcs = backend.to_host(info["pc"])
-        _raise_failures(program, staged, pcs, max_stack_depth, max_steps, args, backend)
+        _raise_failures(
+            program, staged, pcs, max_stack_depth, max_steps, args, backend,
+            lanes_are_members=refill is None,
+        )
     if prof is not None:
         _record(prof, program, staged, info, backend)
     if return_status:
@@ -747,11 +750,14 @@ def _traced(staged: StagedMachine, backend):
 
 
 def _raise_failures(
-    program, staged, pcs, max_stack_depth, max_steps, args=None, backend=None
+    program, staged, pcs, max_stack_depth, max_steps, args=None, backend=None,
+    lanes_are_members=True,
 ) -> None:
     """Raises `StackOverflowError` or `StepLimitError` if a lane of the run ended with
     its program counter in ``pcs`` (host values) other than halted. With ``args`` (the
-    call's arguments) the overflow's error says what depth suffices, measured on NumPy.
+    call's arguments) the overflow's error says what depth suffices, measured on NumPy;
+    with ``lanes_are_members`` (not with refill, whose lanes take turns) it names the
+    batch members that overflowed.
     Called after an eager run, or on the host from inside a traced one (`fail_on_read`)."""
     from pcbatch.errors import StackOverflowError
     from pcbatch.vm import machine
@@ -768,9 +774,10 @@ def _raise_failures(
             rows = np.arange(machine.batch_size_of(program, host_args))
             suggested, advice = machine._measure_depth(program, host_args, rows, max_stack_depth)
         members = ", ".join(str(int(r)) for r in overflowed[:5])
+        members = f" (batch member(s) {members})" if lanes_are_members else ""
         raise StackOverflowError(
-            f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth} "
-            f"(batch member(s) {members}); {advice}.",
+            f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth}"
+            f"{members}; {advice}.",
             function=function,
             max_stack_depth=max_stack_depth,
             suggested_depth=suggested,

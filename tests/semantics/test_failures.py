@@ -208,6 +208,14 @@ def test_a_call_that_cannot_fail_inside_an_xla_tf_function_needs_nothing():
     assert run(tf.constant([6, 27])).numpy().tolist() == [collatz_plain(6), collatz_plain(27)]
 
 
+@backends.backend_param
+def test_overflow_in_map_raises_after_the_other_lanes_ran(backend_name):
+    backend = backends.backend(backend_name)
+    inputs = np.array([3, 4, 11, 5, 2, 6])
+    with pytest.raises(pcbatch.StackOverflowError, match=r"'fib' exceeded max_stack_depth=6"):
+        fib.map(inputs, width=2, group=1, max_stack_depth=DEPTH, backend=backend)
+
+
 def test_return_status_is_refused_with_map():
     with pytest.raises(ValueError, match="return_status=True"):
         fib.map(N, width=2, return_status=True)
