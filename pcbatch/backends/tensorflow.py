@@ -601,13 +601,14 @@ class TensorFlowBackend:
 
         if _in_xla_context():
             raise UncheckedFailureError(
-                f"{function}() inside a tf.function(jit_compile=True): XLA cannot raise a "
-                "stack overflow or step limit when the run executes, and a failed lane's "
-                "result would be a fill value (NaN, or the smallest integer). Call "
-                f"{function}(..., return_status=True) and check the status it returns "
-                "(0 per lane: finished), or call it from a tf.function without "
-                "jit_compile=True (the run is still XLA-compiled, and it raises), or "
-                "eagerly; TensorFlowBackend(safety_checks=False) turns the check off"
+                f"{function}: called inside a tf.function(jit_compile=True), where XLA "
+                "cannot raise a stack overflow or step limit when the run executes, and "
+                "a failed batch member's result would be a fill value (NaN, or the "
+                "smallest integer). Call it with return_status=True and check the "
+                "status it returns (0 per batch member: finished), or call it from a "
+                "tf.function without jit_compile=True (the run is still XLA-compiled, "
+                "and it raises), or eagerly; TensorFlowBackend(safety_checks=False) "
+                "turns the check off"
             )
 
         def check(pcs):

@@ -609,7 +609,7 @@ def execute(
             _raise_failures, program, staged, max_stack_depth=max_stack_depth,
             max_steps=max_steps, lanes_are_members=refill is None,
         )
-        return backend.fail_on_read(result, info["pc"], failures, program.main)
+        return backend.fail_on_read(result, info["pc"], failures, _named(program))
     if checked and not return_status:
         pcs = backend.to_host(info["pc"])
         _raise_failures(
@@ -621,6 +621,15 @@ def execute(
     if return_status:
         return result, lane_status(backend, info["pc"], staged.halt)
     return result
+
+
+def _named(program: Program) -> str:
+    """``main`` and where its body starts in the user's file (``main (at file:line)``)."""
+    from pcbatch.errors import where
+
+    entry = program.graph.blocks[0]
+    loc = next((op.loc for op in entry.instructions if op.loc), entry.terminator.loc)
+    return f"{program.main}{where(loc)}" if loc is not None else program.main
 
 
 def can_fail(staged: StagedMachine) -> bool:

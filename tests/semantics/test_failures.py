@@ -186,7 +186,8 @@ def test_safety_checks_off_skips_the_raise_but_still_fills_failed_lanes():
 def test_a_call_that_may_fail_inside_an_xla_tf_function_needs_return_status():
     tf = _tf()
     run = tf.function(lambda n: fib(n, max_stack_depth=DEPTH), jit_compile=True)
-    with pytest.raises(pcbatch.UncheckedFailureError, match=r"fib\(\).*return_status=True"):
+    where = r"fib at .*failures_src.py:\d+"
+    with pytest.raises(pcbatch.UncheckedFailureError, match=where + r".*return_status=True"):
         run(tf.constant(N))
 
 
