@@ -9,8 +9,9 @@ the function is compiled with XLA (``jit_compile=True``); ``jit_compile=False`` 
 graph without XLA. Primitives written with NumPy run on ``tf.experimental.numpy``;
 per-example primitives are vectorized with ``tf.vectorized_map``, except those that are
 only elementwise ops on per-example scalars, which run on the batch as written
-(`_ElementwiseCheck`). Works with today's TensorFlow release and no
-TensorFlow-internal modules.
+(`_ElementwiseCheck`). Works with today's TensorFlow release; one TensorFlow-internal
+function is used, to tell whether a caller's tf.function is XLA-compiled
+(`_in_xla_context`: there is no public test).
 """
 
 from __future__ import annotations
