@@ -57,6 +57,7 @@ CALL_OPTIONS = (
     "block_code_cache",
     "max_steps",
     "schedule",
+    "return_status",
 )
 
 _dry_run = threading.local()
@@ -97,6 +98,12 @@ class BatchedFunction:
       schedule: the scheduling policy, "most_threads" (default), "lowest_pc" or
         "returns_first" (see `pcbatch.passes.order_blocks`); results are the same
         under every policy.
+      return_status: return ``(results, status)``, status one `pcbatch.LaneStatus`
+        per batch member (0: finished); a member whose recursion overflowed or that
+        max_steps stopped raises nothing and gets a fill value (NaN, the smallest
+        integer) while the others' results stay right. Without it a failure raises:
+        at once, or, inside your ``jax.jit`` or ``tf.function``, when the run executes
+        (docs/semantics/failures.md).
     """
 
     #: how the compiler recognizes a batched function without importing this module
@@ -121,7 +128,10 @@ class BatchedFunction:
         values = self._bind(args, kwargs)
         try:
             if options.get("dry_run"):
-                return _dry_run_call(self, values)
+                results = _dry_run_call(self, values)
+                if options.get("return_status"):  # a plain run has no limits to fail
+                    return results, np.zeros(_batch_size(values, self.name), np.int32)
+                return results
             return self.context._run(self.name, values, options)
         except Exception as e:
             # Errors point at the user's code: drop pcbatch's frames below this one.
@@ -447,6 +457,7 @@ class Context:
             width=refill[0],
             group=refill[1],
             priority=refill[2],
+            return_status=bool(options.get("return_status", False)),
         )
 
 

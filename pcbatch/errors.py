@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 
 class PcbatchError(Exception):
     """Base class of pcbatch's own errors."""
@@ -53,6 +55,24 @@ def add_note(error: BaseException, note: str) -> None:
     error.__notes__ = [*getattr(error, "__notes__", []), note]
     if len(error.args) == 1 and isinstance(error.args[0], str):
         error.args = (f"{error.args[0]}\n{note}",)
+
+
+class LaneStatus(enum.IntEnum):
+    """What ``fn(..., return_status=True)`` reports per batch member (an int array)."""
+
+    OK = 0  #: finished; its result is right
+    STACK_OVERFLOW = 1  #: its recursion exceeded max_stack_depth; its result is a fill value
+    STEP_LIMIT = 2  #: still running when max_steps ran out; its result is a fill value
+
+
+class UncheckedFailureError(PcbatchError, RuntimeError):
+    """A run that may fail (a stack overflow, a step limit) was called where its failure
+    could neither raise nor be reported: inside a ``tf.function(jit_compile=True)``
+    without ``return_status=True`` (docs/semantics/failures.md)."""
+
+
+class NarrowingWarning(UserWarning):
+    """A 64-bit argument runs narrowed to 32 bits (JAX with ``jax_enable_x64`` off)."""
 
 
 def where(loc) -> str:

@@ -145,13 +145,13 @@ def test_most_threads_runs_the_fullest_block_and_bounds_starvation():
     assert policy.choose(policy.NUMPY_OPS, plan, halted, np.zeros(3, int))[0] == 3
 
 
-def test_a_thread_whose_stack_overflowed_stops_the_choice():
-    """A staged run marks an overflowed thread with a negative program counter: the
-    choice is then -1 (the loop stops), whatever the other threads hold."""
-    pc = np.array([0, 1, -3, 1])
-    for plan, unless in ((_plan(3), 1), (dataclasses.replace(_plan(3), greedy=False), 0)):
-        assert policy.choose(policy.NUMPY_OPS, plan, pc, np.zeros(3, int))[0] == -1
-        assert policy.choose(policy.NUMPY_OPS, plan, pc[pc >= 0], np.zeros(3, int))[0] == unless
+def test_a_thread_whose_stack_overflowed_stops_alone():
+    """A staged run marks an overflowed thread with a program counter past the halt: the
+    choice ignores it, as a halted thread, and the other threads run on."""
+    pc = np.array([0, 1, 3 + 1 + 2, 1])
+    for plan, choice in ((_plan(3), 1), (dataclasses.replace(_plan(3), greedy=False), 0)):
+        assert policy.choose(policy.NUMPY_OPS, plan, pc, np.zeros(3, int))[0] == choice
+    assert policy.choose(policy.NUMPY_OPS, _plan(3), np.array([3, 6]), np.zeros(3, int))[0] == 3
 
 
 def test_most_threads_waits_for_arriving_threads_and_keeps_order_in_recursion():

@@ -12,11 +12,17 @@ vectorized with ``jax.vmap``.
 (``pcbatch/backends/jax_sharding.py``; docs/scale-out.md).
 
 Dtypes follow JAX's configuration: without ``jax_enable_x64``, int64 and
-float64 arguments run as int32 and float32.
+float64 arguments run as int32 and float32. A NumPy argument whose values do not
+survive that narrowing raises `OverflowError` naming it; a 64-bit array that does is
+narrowed with a `pcbatch.NarrowingWarning` (once per function, argument and dtype),
+as values computed from it may still overflow 32 bits (`check_narrowing`).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +34,7 @@ from jax import lax
 from pcbatch.backends import base, numpy_dispatch
 from pcbatch.backends.jax_sharding import BatchSharding
 from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.errors import NarrowingWarning
 from pcbatch.ir.setitem import align
 from pcbatch.ir.types import TensorType, Type, map_pattern
 from pcbatch.vm import compact
@@ -35,6 +42,32 @@ from pcbatch.vm import compact
 
 def _canonical(dtype) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
+
+
+#: (function, argument, dtype) already warned about narrowing (`check_narrowing`)
+_WARNED_NARROWING: set = set()
+
+
+def _fits(values: np.ndarray, narrow: np.dtype) -> bool:
+    """Whether every value of ``values`` is the same after a cast to ``narrow``."""
+    if values.size == 0:
+        return True
+    if narrow.kind in "iu":
+        info = np.iinfo(narrow)
+        return bool(values.min() >= info.min and values.max() <= info.max)
+    with np.errstate(over="ignore"):  # an overflow is the answer sought, not a warning
+        narrowed = values.astype(narrow)
+    return bool(np.all(np.isfinite(narrowed) == np.isfinite(values)))
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of `warnings.warn`, called by its caller, that names the first
+    frame outside pcbatch: the user's call."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class JaxBackend:
@@ -68,6 +101,42 @@ class JaxBackend:
         self._types = NumpyBackend()
         self.compile_cache: dict = {}
         self.traces = 0  # how many times a program was traced (tests count retraces)
+
+    def check_narrowing(self, function: str, argument: str, value) -> None:
+        """Without ``jax_enable_x64`` JAX runs an int64 (float64) array as int32
+        (float32). A NumPy ``value`` that changes in that cast raises `OverflowError`
+        naming ``argument``; one that fits is narrowed with a `NarrowingWarning` if it is
+        an array (not a per-example number): values computed from it may still overflow
+        32 bits (Collatz from 159487 passes 2**31 and, wrapped around, never ends)."""
+        if not isinstance(value, (np.ndarray, np.generic)):
+            return  # a JAX array (already narrowed, by the user) or a tensor
+        wide = np.dtype(value.dtype)
+        narrow = _canonical(wide)
+        if narrow == wide or wide.kind not in "iuf":
+            return
+        advice = (
+            'enable 64-bit JAX (jax.config.update("jax_enable_x64", True), before any '
+            f"JAX array is made) or pass {narrow.name} values"
+        )
+        if not _fits(np.asarray(value), narrow):
+            raise OverflowError(
+                f"{function}(): argument {argument!r} holds {wide.name} values that "
+                f"{narrow.name} cannot hold, and JAX runs it as {narrow.name} "
+                f"(jax_enable_x64 is off); {advice}"
+            )
+        key = (function, argument, wide.name)
+        if np.ndim(value) and key not in _WARNED_NARROWING:
+            _WARNED_NARROWING.add(key)
+            warnings.warn(
+                f"{function}(): argument {argument!r} is {wide.name} and runs as "
+                f"{narrow.name} on JAX (jax_enable_x64 is off): its values fit, but "
+                f"values computed from them that pass {narrow.name}'s range wrap around "
+                "(or lose precision) unlike NumPy, and a loop waiting for a value may "
+                f"then never end (max_steps= bounds any run). To compute in {wide.name}, "
+                f"{advice.split(' or pass')[0]}",
+                NarrowingWarning,
+                stacklevel=_user_stacklevel(),
+            )
 
     # -- types ------------------------------------------------------------------
     def type_of(self, t, preferred_dtype=None) -> TensorType:
@@ -264,6 +333,15 @@ class JaxBackend:
 
     def to_host(self, value) -> Any:
         return np.asarray(value)
+
+    def fail_on_read(self, values, pc, raise_failures: Callable, function: str):
+        """``values``, from a run traced into a caller's computation, whose failed lanes
+        (`pcbatch.vm.staged.lane_status`) raise when that computation runs: a host
+        callback of ``pc`` calls ``raise_failures``, which raises pcbatch's own error;
+        JAX reports it as a ``JaxRuntimeError`` whose message ends with that error.
+        ``jax.debug.callback`` is kept by the compiler though nothing reads it."""
+        jax.debug.callback(raise_failures, pc)
+        return values
 
     def is_tracing(self, values) -> bool:
         return any(isinstance(v, jax.core.Tracer) for v in jax.tree_util.tree_leaves(values))

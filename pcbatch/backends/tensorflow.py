@@ -9,8 +9,9 @@ the function is compiled with XLA (``jit_compile=True``); ``jit_compile=False`` 
 graph without XLA. Primitives written with NumPy run on ``tf.experimental.numpy``;
 per-example primitives are vectorized with ``tf.vectorized_map``, except those that are
 only elementwise ops on per-example scalars, which run on the batch as written
-(`_ElementwiseCheck`). Works with today's TensorFlow release and no
-TensorFlow-internal modules.
+(`_ElementwiseCheck`). Works with today's TensorFlow release; one TensorFlow-internal
+function is used, to tell whether a caller's tf.function is XLA-compiled
+(`_in_xla_context`: there is no public test).
 """
 
 from __future__ import annotations
@@ -187,12 +188,24 @@ def _check_not_tf1_graph() -> None:
         )
 
 
+def _in_xla_context() -> bool:
+    """Whether the graph being built will be compiled by XLA: a tf.function with
+    jit_compile=True is tracing it, or one of the graphs it is nested in. (TensorFlow's
+    own test, the one tf.function makes: there is no public one.)"""
+    from tensorflow.python.ops import control_flow_util
+
+    graph = tf.compat.v1.get_default_graph()
+    return control_flow_util.GraphOrParentsInXlaContext(graph)
+
+
 class TensorFlowBackend:
     """Runs batched programs as one TensorFlow graph (XLA-compiled by default).
 
     Args:
       safety_checks: check stack overflow and the step limit after each run
-        (one small device-to-host read); False skips them for raw speed.
+        (one small device-to-host read; inside a caller's graph, a py function that
+        raises when it runs); False skips them for raw speed (failed lanes' results
+        are still fill values: NaN, the smallest integer).
       jit_compile: compile the staged program with XLA.
       compaction: ``None`` (default): every block runs full width under a mask.
         ``"auto"`` or a sequence of bucket widths: a block with at most ``k`` active
@@ -615,6 +628,36 @@ class TensorFlowBackend:
 
     def to_host(self, value) -> Any:
         return np.asarray(value)
+
+    def fail_on_read(self, values, pc, raise_failures: Callable, function: str):
+        """``values``, from a run traced into a caller's graph, whose failed lanes
+        (`pcbatch.vm.staged.lane_status`) raise when the graph runs: a py function of
+        ``pc`` calls ``raise_failures`` and the results depend on it; TensorFlow reports
+        pcbatch's error as its own (``InvalidArgumentError`` or ``UnknownError``) with the
+        message kept. Under XLA nothing can call the host, and nothing can raise at run
+        time (XLA ignores asserts): a call there must take the status
+        (``return_status=True``), or is refused while tracing."""
+        from pcbatch.errors import UncheckedFailureError
+
+        if _in_xla_context():
+            raise UncheckedFailureError(
+                f"{function}: called inside a tf.function(jit_compile=True), where XLA "
+                "cannot raise a stack overflow or step limit when the run executes, and "
+                "a failed batch member's result would be a fill value (NaN, or the "
+                "smallest integer). Call it with return_status=True and check the "
+                "status it returns (0 per batch member: finished), or call it from a "
+                "tf.function without jit_compile=True (the run is still XLA-compiled, "
+                "and it raises), or eagerly; TensorFlowBackend(safety_checks=False) "
+                "turns the check off"
+            )
+
+        def check(pcs):
+            raise_failures(pcs)
+            return np.asarray(True)
+
+        checked = tf.numpy_function(check, [pc], tf.bool, name="pcbatch_check")
+        with tf.control_dependencies([checked]):
+            return tf.nest.map_structure(tf.identity, values)
 
     def is_tracing(self, values) -> bool:
         return not tf.executing_eagerly() or any(

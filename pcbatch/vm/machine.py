@@ -430,6 +430,7 @@ def execute(
     max_steps: int | None = None,
     block_code_cache: dict | None = None,
     _measure_on_overflow: bool = True,
+    return_status: bool = False,
 ):
     """Runs a lowered program over a batch.
 
@@ -457,6 +458,7 @@ def execute(
             max_stack_depth=max_stack_depth,
             max_steps=max_steps,
             cache=block_code_cache,
+            return_status=return_status,
         )
     if len(args) != len(program.vars_in):
         raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")

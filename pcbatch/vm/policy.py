@@ -152,15 +152,12 @@ def choose(ops, plan: Plan, pc, wait):
     Args:
       ops: array operations (`NUMPY_OPS`, or a staged backend).
       plan: from `plan_for`.
-      pc: every thread's program counter (``plan.halt`` for halted threads; below zero
-        for a thread whose push overflowed its stack, which stops the run: the block is
-        then -1).
+      pc: every thread's program counter (``plan.halt`` for halted threads; past it
+        for a thread whose push overflowed its stack, which stops that thread only).
       wait: per block, the steps it has held threads without running.
     """
-    # Overflowed threads are counted in a bin of their own (one count, not a reduction
-    # of their own: in a staged loop each reduction is kernels for XLA to compile).
-    counts = ops.bincount(ops.where(pc < 0, plan.halt + 1, pc), plan.halt + 2)
-    overflowed = counts[plan.halt + 1] > 0
+    # Overflowed threads share the halted threads' bin (their counters lie past it).
+    counts = ops.bincount(ops.minimum(pc, plan.halt), plan.halt + 1)
     counts = counts[: plan.halt]
     holding = counts > 0
     eligible = holding
@@ -176,7 +173,6 @@ def choose(ops, plan: Plan, pc, wait):
         exiting = holding & plan.exits
         block = ops.where(ops.any(exiting), ops.argmax(exiting), block)
     block = ops.where(ops.any(holding), block, plan.halt)
-    block = ops.where(overflowed, -1, block)
     waited = holding & (ops.arange(plan.halt) != block)
     return block, ops.where(waited, wait + 1, 0)
 
@@ -207,6 +203,7 @@ class _NumpyOps:
     where = staticmethod(np.where)
     any = staticmethod(np.any)
     argmax = staticmethod(np.argmax)
+    minimum = staticmethod(np.minimum)
     zeros = staticmethod(np.zeros)
 
     @staticmethod

@@ -54,6 +54,17 @@ def check_known_shapes(program: Program, args: Sequence) -> None:
                 )
 
 
+def check_narrowing(program: Program, args: Sequence, backend) -> None:
+    """Lets ``backend`` refuse or warn about arguments it would narrow (JAX without
+    ``jax_enable_x64``: `JaxBackend.check_narrowing`)."""
+    check = getattr(backend, "check_narrowing", None)
+    if check is None:
+        return
+    for name, arg in zip(program.vars_in, args):
+        for leaf in flatten(arg):
+            check(program.main, machine._local(name), leaf)
+
+
 def _as_array(value):
     """Arrays of any library stay as they are (JAX arrays stay on their device)."""
     return value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
@@ -127,6 +138,7 @@ def run(
     width: int | None = None,
     group: int | None = None,
     priority=None,
+    return_status: bool = False,
 ):
     """Runs ``program``'s main over the batch ``args``; returns main's results, batched.
 
@@ -135,25 +147,39 @@ def run(
     leading dimension of ``args`` counts independent inputs that run through
     ``width`` lanes, free lanes refilled in groups of ``group``, inputs started in
     decreasing ``priority`` (`vm.refill`).
+
+    With ``return_status``: (results, status), status one `pcbatch.LaneStatus` per
+    batch member, and no error for a member whose recursion overflowed or that
+    max_steps stopped (its results are fill values: `staged.poison`).
     """
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
     args = [map_pattern(_as_array, a) for a in args]
     check_known_shapes(program, args)
+    check_narrowing(program, args, backend)
+    if return_status and (width is not None or stackless):
+        raise ValueError(
+            f"{program.main}(): return_status=True is for a plain call on the stack "
+            "machine; drop it, or call without .map() and stackless=True"
+        )
     sig = signature_of(args, backend)
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True, schedule=schedule)
         execute = machine.execute if width is None else functools.partial(
             refill.execute, width=width, group=group, priority=priority
         )
-        return execute(
-            lowered,
-            args,
+        execute = functools.partial(
+            execute,
             backend=backend,
             max_stack_depth=max_stack_depth,
             max_steps=max_steps,
             block_code_cache=block_code_cache,
         )
+        if return_status and getattr(backend, "staged", False):
+            return execute(lowered, args, return_status=True)
+        if return_status:
+            return _with_status(execute, lowered, args)
+        return execute(lowered, args)
     if width is not None:
         raise ValueError(
             f"{program.main}.map() runs on the stack machine only; drop stackless=True"
@@ -161,3 +187,37 @@ def run(
     typed = cache.get(program, sig, backend, lowered=False)
     inputs = machine.broadcast_inputs(typed, args)
     return stackless_vm.execute(typed, inputs, batch_size=machine.batch_size_of(typed, args))
+
+
+def _with_status(execute, program: Program, args: list) -> tuple:
+    """(results, status) on a machine that stops the whole batch at a failure (NumPy):
+    the batch runs once, and only if a member fails, each member alone, to tell the
+    failed ones (`pcbatch.LaneStatus`) from the others, whose results are kept."""
+    from pcbatch.errors import LaneStatus, StackOverflowError
+    from pcbatch.vm import staged
+
+    size = machine.batch_size_of(program, args)
+    try:
+        return execute(program, args), np.zeros(size, np.int32)
+    except (StackOverflowError, machine.StepLimitError):
+        pass
+    status = np.zeros(size, np.int32)
+    types = [program.var_types[name].tensors for name in program.vars_out]
+    blank = lambda t: np.zeros((size, *t.shape), t.dtype)
+    outputs = [map_pattern(blank, t) for t in types]
+    for i in range(size):
+        row = [map_pattern(lambda x, i=i: x[i : i + 1] if np.ndim(x) else x, a) for a in args]
+        try:
+            got = execute(program, row)
+        except StackOverflowError:
+            status[i] = LaneStatus.STACK_OVERFLOW
+            continue
+        except machine.StepLimitError:
+            status[i] = LaneStatus.STEP_LIMIT
+            continue
+        got = got if len(types) > 1 else (got,)
+        for out, value in zip(outputs, got):
+            for leaf, v in zip(flatten(out), flatten(value)):
+                leaf[i] = np.asarray(v)[0]
+    outputs = staged.poison(NumpyBackend(), outputs, status == LaneStatus.OK)
+    return (outputs[0] if len(types) == 1 else tuple(outputs)), status

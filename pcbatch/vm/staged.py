@@ -17,10 +17,12 @@ on TensorFlow), whose state XLA updates in place, so a step costs what its block
 touches. TensorFlow without XLA dispatches with one ``tf.switch_case``.
 
 Stack overflow cannot raise inside the staged loop. A row whose push overflows gets
-the program counter ``-1 - block`` (below every block), so the step's choice of the
-next block falls below zero and the loop stops; the caller finds those rows after the
-run and raises. (No flag of its own: a flag costs a reduction per pushing block, and on
-CPU every reduction is kernels for XLA to compile.)
+the program counter ``halt + 1 + block`` (past every block and the halt), so that row
+stops as a halted one would while the others run on to their end; the caller finds
+those rows after the run (`lane_status`) and raises, or, inside a caller's trace,
+fills their results with `poison` and reports them (docs/semantics/failures.md). (No
+flag of its own: a flag costs a reduction per pushing block, and on CPU every
+reduction is kernels for XLA to compile.)
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from pcbatch.backends import base
+from pcbatch.errors import LaneStatus
 from pcbatch.ir import setitem
 from pcbatch.ir.nodes import (
     BranchOp,
@@ -60,10 +63,30 @@ PC = "__pc__"
 OVERFLOWING = "__overflowing_rows__"
 
 
-def overflowed_at(block: int) -> int:
-    """The program counter of a row whose push overflowed in ``block``, and back again
-    (``-1 - x`` is its own inverse): below zero, so no block runs it."""
-    return -1 - block
+def overflowed_at(block: int, halt: int) -> int:
+    """The program counter of a row whose push overflowed in ``block`` (``halt``: the
+    program's block count): past the halt, so no block runs it and the other rows go on."""
+    return halt + 1 + block
+
+
+def overflowing_block(pc: int, halt: int) -> int:
+    """The block whose push overflowed, from the program counter `overflowed_at` left."""
+    return pc - halt - 1
+
+
+#: a lane's status (`lane_status`, `pcbatch.LaneStatus`): finished, its stack overflowed,
+#: stopped by max_steps
+OK, STACK_OVERFLOW, STEP_LIMIT = (int(s) for s in LaneStatus)
+
+
+def lane_status(ops, pc, halt: int):
+    """Per lane, `OK`, `STACK_OVERFLOW` or `STEP_LIMIT`, from its final program counter
+    (``ops``: a staged backend, or ``np`` on the host)."""
+    where = ops.where
+    int_ = ops.scalar_int if hasattr(ops, "scalar_int") else np.int32
+    return where(
+        pc == halt, int_(OK), where(pc > halt, int_(STACK_OVERFLOW), int_(STEP_LIMIT))
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,7 +318,7 @@ class StagedMachine:
 
     def flag_overflow(self, state: dict, overflowing: list, block: int) -> dict:
         """``state`` with the rows in ``overflowing`` (a block's pushes) at the program
-        counter `overflowed_at` ``block``: the loop stops after this step.
+        counter `overflowed_at` ``block``: they stop, the others go on.
 
         Elementwise, so XLA fuses it into the block's own update of the program
         counters: no reduction, no kernel of its own."""
@@ -304,7 +327,7 @@ class StagedMachine:
         ops = self.ops
         rows = functools.reduce(operator.or_, overflowing)
         pc = state["pc"]
-        top = ops.where(rows, ops.scalar_int(overflowed_at(block)), pc["top"])
+        top = ops.where(rows, ops.scalar_int(overflowed_at(block, self.halt)), pc["top"])
         return dict(state, pc=dict(pc, top=top))
 
     # -- control ------------------------------------------------------------------
@@ -450,8 +473,8 @@ class StagedMachine:
         return ops.where(ops.any(live), ops.scalar_int(0), ops.scalar_int(self.halt))
 
     def choose_next(self, s: dict) -> dict:
-        """``s`` with ``block``: the block the next step runs; below zero after a stack
-        overflow, `halt` when every thread has halted.
+        """``s`` with ``block``: the block the next step runs; `halt` when every thread
+        has halted or overflowed its stack.
 
         Chosen at the end of a step, not the start of the next, so that the loop's
         condition reads it rather than reducing the program counters again."""
@@ -467,7 +490,7 @@ class StagedMachine:
         state = self.initial_state(inputs, live, blank)
 
         def keep_going(s):
-            going = (s["block"] >= 0) & (s["block"] < self.halt)
+            going = s["block"] < self.halt
             if self.max_steps is not None:
                 going = going & (s["steps"] < self.max_steps)
             return going
@@ -524,11 +547,16 @@ def execute(
     max_steps=None,
     cache: dict | None = None,
     refill: tuple | None = None,
+    return_status: bool = False,
 ):
     """Runs a lowered program on a staged backend; raises on overflow after the run.
 
     With ``refill`` (lanes, group), the leading dimension of ``args`` counts inputs
-    that run through at most that many lanes (`pcbatch.vm.refill`).
+    that run through at most that many lanes (`pcbatch.vm.refill`). With
+    ``return_status``: (results, `lane_status`) and no error for a failed lane.
+    Inside a caller's trace nothing can raise now: failed lanes' results are `poison`,
+    and the backend raises when the run executes (`fail_on_read`), unless
+    ``return_status`` hands the status to the caller (docs/semantics/failures.md).
     """
     from pcbatch import profiling
     from pcbatch.vm import machine
@@ -565,13 +593,70 @@ def execute(
     staged = entry.machine
     with collector_paused() if fresh else contextlib.nullcontext():
         outputs, info = entry.function(*entry.arguments(inputs))
-    if backend.is_tracing((outputs, info)):
-        return outputs[0] if len(outputs) == 1 else outputs  # inside the user's jit
-    if getattr(backend, "safety_checks", True):
-        _check(program, staged, info, args, max_stack_depth, max_steps, backend)
+    tracing = backend.is_tracing((outputs, info))  # inside the user's jit or tf.function
+    if (tracing or return_status) and refill is None and can_fail(staged):
+        # Not in the compiled run itself: an eager call that is not asked for a status
+        # raises instead, and its compiled program stays as it was.
+        outputs = poison(backend, outputs, info["pc"] == staged.halt)
+    result = outputs[0] if len(outputs) == 1 else outputs
+    checked = getattr(backend, "safety_checks", True)
+    if tracing:
+        if return_status:
+            return result, lane_status(backend, info["pc"], staged.halt)
+        if not checked or not can_fail(staged):
+            return result
+        failures = functools.partial(
+            _raise_failures, program, staged, max_stack_depth=max_stack_depth,
+            max_steps=max_steps, lanes_are_members=refill is None,
+        )
+        return backend.fail_on_read(result, info["pc"], failures, _named(program))
+    if checked and not return_status:
+        pcs = backend.to_host(info["pc"])
+        _raise_failures(
+            program, staged, pcs, max_stack_depth, max_steps, args, backend,
+            lanes_are_members=refill is None,
+        )
     if prof is not None:
         _record(prof, program, staged, info, backend)
-    return outputs[0] if len(outputs) == 1 else outputs
+    if return_status:
+        return result, lane_status(backend, info["pc"], staged.halt)
+    return result
+
+
+def _named(program: Program) -> str:
+    """``main`` and where its body starts in the user's file (``main (at file:line)``)."""
+    from pcbatch.errors import where
+
+    entry = program.graph.blocks[0]
+    loc = next((op.loc for op in entry.instructions if op.loc), entry.terminator.loc)
+    return f"{program.main}{where(loc)}" if loc is not None else program.main
+
+
+def can_fail(staged: StagedMachine) -> bool:
+    """Whether a lane of this run may end other than halted: a stack may overflow (the
+    program calls), or a step limit is set."""
+    calls = any(isinstance(b.terminator, PushGotoOp) for b in staged.program.graph.blocks)
+    return calls or bool(staged.layout.full) or staged.max_steps is not None
+
+
+def poison(ops, outputs, ok):
+    """``outputs`` with the rows not ``ok`` filled with a value no one mistakes for a
+    result: NaN for floats, the smallest value for signed ints (the largest for unsigned),
+    False for bools."""
+
+    def fill(value):
+        dtype = np.dtype(getattr(value.dtype, "as_numpy_dtype", value.dtype))
+        if dtype.kind in "fc":
+            bad = np.nan
+        elif dtype.kind == "i":
+            bad = np.iinfo(dtype).min
+        elif dtype.kind == "u":
+            bad = np.iinfo(dtype).max
+        else:
+            bad = False
+        return ops.where(ok, value, np.asarray(bad, dtype))
+
+    return map_pattern(fill, outputs)
 
 
 @contextlib.contextmanager
@@ -673,20 +758,35 @@ def _traced(staged: StagedMachine, backend):
     return run
 
 
-def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> None:
+def _raise_failures(
+    program, staged, pcs, max_stack_depth, max_steps, args=None, backend=None,
+    lanes_are_members=True,
+) -> None:
+    """Raises `StackOverflowError` or `StepLimitError` if a lane of the run ended with
+    its program counter in ``pcs`` (host values) other than halted. With ``args`` (the
+    call's arguments) the overflow's error says what depth suffices, measured on NumPy;
+    with ``lanes_are_members`` (not with refill, whose lanes take turns) it names the
+    batch members that overflowed.
+    Called after an eager run, or on the host from inside a traced one (`fail_on_read`)."""
     from pcbatch.errors import StackOverflowError
     from pcbatch.vm import machine
 
-    pcs = backend.to_host(info["pc"])
-    overflowed = np.flatnonzero(pcs < 0)
+    pcs = np.asarray(pcs).reshape(-1)
+    overflowed = np.flatnonzero(pcs > staged.halt)
     if overflowed.size:
-        block = program.graph.blocks[overflowed_at(int(pcs[overflowed[0]]))]
+        block = program.graph.blocks[overflowing_block(int(pcs[overflowed[0]]), staged.halt)]
         function = machine.overflowing_function(program, block, machine._owners(program))
-        host_args = [backend.to_host(a) if not is_pattern_node(a) else a for a in args]
-        rows = np.arange(machine.batch_size_of(program, host_args))
-        suggested, advice = machine._measure_depth(program, host_args, rows, max_stack_depth)
+        suggested = None
+        advice = f"try a larger max_stack_depth (at least {2 * max_stack_depth})"
+        if args is not None:
+            host_args = [backend.to_host(a) if not is_pattern_node(a) else a for a in args]
+            rows = np.arange(machine.batch_size_of(program, host_args))
+            suggested, advice = machine._measure_depth(program, host_args, rows, max_stack_depth)
+        members = ", ".join(str(int(r)) for r in overflowed[:5])
+        members = f" (batch member(s) {members})" if lanes_are_members else ""
         raise StackOverflowError(
-            f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth}; {advice}.",
+            f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth}"
+            f"{members}; {advice}.",
             function=function,
             max_stack_depth=max_stack_depth,
             suggested_depth=suggested,
