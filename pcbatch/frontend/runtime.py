@@ -70,6 +70,28 @@ def logical_or(left, right):
     return select(left, left, right)
 
 
+class RangeStepCheck:
+    """``range(start, stop, step)``'s check that ``step`` is not zero, as a batched
+    primitive returning ``step``: on NumPy (which runs a block for its active threads
+    only) it raises Python's ValueError, naming the user's function and line. A staged
+    backend cannot raise inside its loop, so there ``step`` passes through unchanged (see
+    `_range_continues` in `pcbatch.frontend.to_ir` for what a zero step does there)."""
+
+    def __init__(self, where: str):
+        self.where = where
+        self.__name__ = "range_step_check"
+
+    def __call__(self, step):
+        if np.any(np.asarray(step) == 0):
+            raise ValueError(f"range() arg 3 must not be zero (at {self.where})")
+        return step
+
+    def for_backend(self, backend):
+        if getattr(backend, "staged", False):
+            return lambda step: step
+        return None
+
+
 def sync() -> None:
     """Asks the scheduler to gather threads here before running what follows.
 
