@@ -60,6 +60,17 @@ PC = "__pc__"
 OVERFLOWING = "__overflowing_rows__"
 
 
+#: where a block's run-time checks leave their failing rows (`faulted_at`)
+FAULTING = "__faulting_rows__"
+
+
+def faulted_at(block: int, blocks: int) -> int:
+    """The program counter of a row that failed a run-time check (an op whose function has
+    ``faulting``, say range()'s zero step) in ``block`` of ``blocks``, and back again:
+    below every `overflowed_at`, so the loop stops and the caller raises the op's error."""
+    return -1 - blocks - block
+
+
 def overflowed_at(block: int) -> int:
     """The program counter of a row whose push overflowed in ``block``, and back again
     (``-1 - x`` is its own inverse): below zero, so no block runs it."""
@@ -127,6 +138,7 @@ class _Block:
             op.batched_function(machine.ops) if isinstance(op, PrimOp) and not op.is_copy else None
             for op in self.block.instructions
         ]
+        self.faults = [_fault_rows(op, machine.ops) for op in self.block.instructions]
         self.part = _Registers(compact.touched(machine, self.block))
 
     def __call__(self, state: dict) -> dict:
@@ -140,7 +152,7 @@ class _Block:
         # compiles alike kernels once (Fibonacci x100 on TF-XLA: 30 -> 25 kernels).
         mask = state["pc"]["top"] == state.get("block", self.index)
         env: dict = {}
-        for op, function in zip(self.block.instructions, self.functions):
+        for op, function, fault in zip(self.block.instructions, self.functions, self.faults):
             if isinstance(op, PopOp):
                 for name in op.vars:
                     env.pop(name, None)
@@ -161,9 +173,12 @@ class _Block:
                 outputs = function(*inputs, mask=mask)
             else:
                 outputs = function(*inputs)
+            if fault is not None:
+                env.setdefault(FAULTING, []).append(mask & fault(*inputs))
             self.bind(state, env, op, op.vars_out, outputs, mask)
         state = m.terminate(state, self.index, env, mask, self.read)
         state = m.flag_overflow(state, env.get(OVERFLOWING, []), self.index)
+        state = m.flag_rows(state, env.get(FAULTING, []), faulted_at(self.index, m.halt))
         if m.profiling:
             state = m.count(
                 state, self.index, mask, len(self.functions) - self.functions.count(None)
@@ -299,12 +314,16 @@ class StagedMachine:
 
         Elementwise, so XLA fuses it into the block's own update of the program
         counters: no reduction, no kernel of its own."""
-        if not overflowing:
+        return self.flag_rows(state, overflowing, overflowed_at(block))
+
+    def flag_rows(self, state: dict, rows: list, pc_value: int) -> dict:
+        """``state`` with the rows in any of ``rows`` at the program counter ``pc_value``."""
+        if not rows:
             return state
         ops = self.ops
-        rows = functools.reduce(operator.or_, overflowing)
+        rows = functools.reduce(operator.or_, rows)
         pc = state["pc"]
-        top = ops.where(rows, ops.scalar_int(overflowed_at(block)), pc["top"])
+        top = ops.where(rows, ops.scalar_int(pc_value), pc["top"])
         return dict(state, pc=dict(pc, top=top))
 
     # -- control ------------------------------------------------------------------
@@ -673,11 +692,31 @@ def _traced(staged: StagedMachine, backend):
     return run
 
 
+def _fault_rows(op, backend):
+    """The batched form of ``op``'s run-time check (its rows that fail), or None."""
+    faulting = getattr(op.function, "faulting", None) if isinstance(op, PrimOp) else None
+    if faulting is None:
+        return None
+    adapt = getattr(backend, "adapt", None)
+    return adapt(faulting) if adapt is not None else faulting
+
+
+def _fault_error(block) -> Exception:
+    """The error of the run-time check that failed in ``block``."""
+    checks = [op for op in block.instructions if getattr(op, "function", None) is not None]
+    check = next(op for op in checks if hasattr(op.function, "faulting"))
+    return check.function.error()
+
+
 def _check(program, staged, info, args, max_stack_depth, max_steps, backend) -> None:
     from pcbatch.errors import StackOverflowError
     from pcbatch.vm import machine
 
     pcs = backend.to_host(info["pc"])
+    blocks = len(program.graph.blocks)
+    faulted = np.flatnonzero(pcs < -blocks)
+    if faulted.size:
+        raise _fault_error(program.graph.blocks[faulted_at(int(pcs[faulted[0]]), blocks)])
     overflowed = np.flatnonzero(pcs < 0)
     if overflowed.size:
         block = program.graph.blocks[overflowed_at(int(pcs[overflowed[0]]))]

@@ -61,6 +61,15 @@ def dynamic_step(n, s):
     return t
 
 
+@ctx.batch
+def step_in_a_branch(n, s):
+    t = 0
+    if n > 0:
+        for i in range(n, 10, s):
+            t += i
+    return t
+
+
 # -- short-circuits -------------------------------------------------------------------
 @ctx.batch
 def fact(n):

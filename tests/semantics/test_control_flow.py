@@ -88,17 +88,19 @@ def _marked_line(fn, marker: str) -> int:
     return next(first + i for i, line in enumerate(lines) if marker in line)
 
 
-def test_a_zero_step_at_run_time_raises_pythons_value_error_at_the_users_line():
+@backends.backend_param
+def test_a_zero_step_at_run_time_raises_pythons_value_error_at_the_users_line(backend_name):
+    args = np.array([1, 2, 3]), np.array([1, 0, 2])
     with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero") as info:
-        src.dynamic_step(np.array([1, 2, 3]), np.array([1, 0, 2]))
+        src.dynamic_step(*args, backend=backends.backend(backend_name))
     line = _marked_line(src.dynamic_step, "MARK: dynamic step")
     assert f"{src.__file__}:{line} in dynamic_step" in str(info.value)
 
 
-def test_a_zero_step_on_an_example_that_never_reaches_the_loop_is_no_error():
+@backends.backend_param
+def test_a_zero_step_where_no_example_reaches_the_loop_is_no_error(backend_name):
     # the check runs only for the threads at the loop, as Python's range() call does
-    got = src.dynamic_step(np.array([1, 2]), np.array([3, 4]))
-    np.testing.assert_array_equal(got, [1 + 4 + 7, 2 + 6])
+    _check(src.step_in_a_branch, backend_name, [3, 0, -1, 4], [2, 0, 0, 3])
 
 
 @pytest.mark.parametrize("name", ["literal_zero_step", "literal_negative_zero_step"])
