@@ -62,6 +62,19 @@ def dynamic_step(n, s):
 
 
 @ctx.batch
+def for_with_break_and_continue(n, s):
+    t, i = 0, -1
+    for i in range(0, n, s):
+        n = n + 1
+        if i % 3 == 1:
+            continue
+        if t > 12:
+            break
+        t += i
+    return t, i
+
+
+@ctx.batch
 def step_in_a_branch(n, s):
     t = 0
     if n > 0:

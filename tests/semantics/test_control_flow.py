@@ -52,6 +52,7 @@ CASES = [
     ("loop_variable_after", [0, 1, 4]),
     ("counting_down", [5, -3, 10], [1, 2, 3]),
     ("dynamic_step", [1, 2, 11], [3, 4, 1]),
+    ("for_with_break_and_continue", [0, 5, 9, 20], [1, 2, 1, 3]),
     # short-circuits
     ("power_and", [-3, 0, 2, 3]),
     ("power_or", [-3, 0, 2, 3]),
@@ -110,3 +111,11 @@ def test_a_literal_zero_step_is_rejected_at_the_users_line(name):
         fn(np.array([3, 4]))
     assert info.value.filename == src.__file__
     assert info.value.lineno == _marked_line(getattr(src, name), "# ERROR")
+
+
+def test_short_circuits_that_cannot_fail_stay_one_eager_block():
+    """Names, constants, comparisons and +, -, * need no branch: the cheap per-example
+    selection, one block for the whole function."""
+    with pcbatch.profile() as prof:
+        src.pure_short_circuits(np.array([0, 3]), np.array([1, 3]))
+    assert list(prof.block_counts) == ["pure_short_circuits.entry"]
