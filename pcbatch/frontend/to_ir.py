@@ -78,14 +78,16 @@ def _is_trivially_pure(node: ast.AST) -> bool:
     """Whether a short-circuit (``and``/``or``, ``x if c else y``, a chained comparison)
     may run as one eager per-example selection: every operand that Python evaluates for
     only some threads `_cannot_fail`. The operand Python always evaluates (the first of
-    ``and``/``or``, the test of a conditional, the first comparison of a chain) may be
-    anything; a batched call in it is hoisted out before the selection."""
+    ``and``/``or``, the test of a conditional, the left of a chain) may be anything; a
+    batched call in it is hoisted out before the selection. (A chain's eager form reads
+    its middle operands twice, so they must not fail either: ``0 < rand() < 0.5`` must
+    draw once.)"""
     if isinstance(node, ast.BoolOp):
         return all(_cannot_fail(n) for n in node.values[1:])
     if isinstance(node, ast.IfExp):
         return _cannot_fail(node.body) and _cannot_fail(node.orelse)
     if isinstance(node, ast.Compare):
-        return all(_cannot_fail(n) for n in node.comparators[1:])
+        return all(_cannot_fail(n) for n in node.comparators)
     return _cannot_fail(node)
 
 

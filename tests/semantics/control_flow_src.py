@@ -152,6 +152,20 @@ def chain_three(n):
     return 0 < n <= 10 // n < 4
 
 
+def draw(n):
+    """A plain helper with a side effect: Python calls it once per chain."""
+    draw.calls += 1
+    return n
+
+
+draw.calls = 0
+
+
+@ctx.batch
+def chain_with_a_plain_call_in_the_middle(n):
+    return -1 <= draw(n) < 3
+
+
 @ctx.batch
 def or_value(a, b):
     x = a or b

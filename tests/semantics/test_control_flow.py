@@ -65,6 +65,7 @@ CASES = [
     ("chain_with_recursion", [-2, 0, 3]),
     ("chain_with_power", [-2, 0, 1, 3]),
     ("chain_three", [-9, 0, 1, 2, 3, 5]),
+    ("chain_with_a_plain_call_in_the_middle", [-2, 0, 3, 5]),
     ("or_value", [0, 3, -1], [5, 6, 0]),
     ("and_value", [0, 3, -1], [5, 6, 0]),
     ("or_value_with_call", [0, 3, 0], [4, -1, 0]),
@@ -119,3 +120,11 @@ def test_short_circuits_that_cannot_fail_stay_one_eager_block():
     with pcbatch.profile() as prof:
         src.pure_short_circuits(np.array([0, 3]), np.array([1, 3]))
     assert list(prof.block_counts) == ["pure_short_circuits.entry"]
+
+
+def test_a_chained_comparison_calls_its_middle_operand_once():
+    # on NumPy a plain helper runs once for the whole batch (it is vectorized)
+    src.draw.calls = 0
+    got = src.chain_with_a_plain_call_in_the_middle(np.array([-2, 0, 5]))
+    np.testing.assert_array_equal(got, [False, True, False])
+    assert src.draw.calls == 1
