@@ -33,9 +33,10 @@ from pcbatch.ir.setitem import FULL_SLICE, SetItem
 #: what `Translator.constant_of` returns for a local or an unknown name
 _NOT_CONSTANT = object()
 
-_SAFE_UNARY = (ast.Not, ast.USub, ast.UAdd)
-#: never raise on numbers (integers wrap as they do wherever they are computed)
-_SAFE_BINARY = (ast.Add, ast.Sub, ast.Mult)
+_SAFE_UNARY = (ast.Not, ast.USub, ast.UAdd, ast.Invert)
+#: never raise on numbers (integers wrap as they do wherever they are computed); ``&``,
+#: ``|``, ``^`` and ``~`` take integers and bools only, whatever their values
+_SAFE_BINARY = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
 #: never raise when the divisor is a nonzero number literal
 _SAFE_BY_LITERAL = (ast.Mod, ast.FloorDiv)
 
@@ -54,13 +55,16 @@ def _safe_arithmetic(node: ast.BinOp) -> bool:
 
 def _cannot_fail(node: ast.AST) -> bool:
     """Whether evaluating ``node`` for a thread that Python would not evaluate it for is
-    harmless: names, constants, and comparisons, ``not``, signs, ``+``, ``-``, ``*``,
-    ``%`` or ``//`` by a nonzero literal, ``and``/``or`` and conditional expressions of
-    those. Other arithmetic is not: ``2 ** n``, ``a // b``, ``a % b``, ``a / b``, shifts
-    and the like raise for some operands, and a call, an attribute or an index may fail
-    or run batched code."""
+    harmless: names, constants, attributes (a namedtuple's field), and comparisons,
+    ``not``, signs, ``+``, ``-``, ``*``, bitwise ``&``, ``|``, ``^``, ``~``, ``%`` or
+    ``//`` by a nonzero literal, ``and``/``or`` and conditional expressions of those.
+    Other arithmetic is not: ``2 ** n``, ``a // b``, ``a % b``, ``a / b`` and shifts
+    raise for some operands, and a call or an index may fail or run batched code."""
     if isinstance(node, (ast.Name, ast.Constant)):
         return True
+    if isinstance(node, ast.Attribute):
+        # a namedtuple's field, an array's .T or .shape: the type decides, not the value
+        return _cannot_fail(node.value)
     if isinstance(node, ast.BinOp):
         return _safe_arithmetic(node) and _cannot_fail(node.left) and _cannot_fail(node.right)
     if isinstance(node, ast.UnaryOp):
