@@ -38,6 +38,14 @@ def rebind_loop_variable(n):
 
 
 @ctx.batch
+def loop_variable_is_the_bound(n):
+    t = 0
+    for n in range(n):  # noqa: B020 - the point: range() read n once
+        t = t * 2 + n
+    return t
+
+
+@ctx.batch
 def loop_variable_after(n):
     i = -1
     for i in range(n):  # noqa: B007 - the loop variable after the loop is the point

@@ -49,6 +49,7 @@ CASES = [
     ("rebind_stop", [0, 4, 7]),
     ("rebind_start_and_step", [0, 3, 39, 50], [1, 2, 5, 1]),
     ("rebind_loop_variable", [1, 3, 5]),
+    ("loop_variable_is_the_bound", [0, 1, 4, 6]),
     ("loop_variable_after", [0, 1, 4]),
     ("counting_down", [5, -3, 10], [1, 2, 3]),
     ("dynamic_step", [1, 2, 11], [3, 4, 1]),
