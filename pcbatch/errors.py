@@ -63,6 +63,7 @@ class LaneStatus(enum.IntEnum):
     OK = 0  #: finished; its result is right
     STACK_OVERFLOW = 1  #: its recursion exceeded max_stack_depth; its result is a fill value
     STEP_LIMIT = 2  #: still running when max_steps ran out; its result is a fill value
+    ERROR = 3  #: failed a run-time check (range() step 0, an unbound local); a fill value
 
 
 class UncheckedFailureError(PcbatchError, RuntimeError):

@@ -11,8 +11,12 @@ bound, and each call passes ``d - 1`` to a function that returns at once when
 arithmetic is exact (halving, adding quarters, min/max/abs), so a batched run
 must equal the per-example run bit for bit, whatever order it computes in.
 
-Covered: nested if/elif/else, while and for-range loops, break, continue, early
-return, short-circuit ``and``/``or``/``not``, calls, self and mutual recursion,
+Covered: nested if/elif/else, while and for-range loops (with bound and step
+variables rebound in the body, and the loop variable read after the loop), break,
+continue, early return, short-circuit ``and``/``or``/``not`` (as conditions and as
+int values), conditional expressions, chained comparisons, guarded operations that
+raise or warn where the guard fails (``a // n if n != 0 else a``, ``0 <= n < 5 and
+2 ** n > 3``), calls, self and mutual recursion,
 tuple results and unpacking, int scalars, an int array ``v`` of event shape
 (2,) (indexed, reversed, summed) and float arrays of several event shapes.
 
@@ -141,8 +145,14 @@ class _Function:
             leaves += ["np.sum(v)", f"v[{self.c.integer(-VEC_SIZE, VEC_SIZE - 1)}]"]
         if depth <= 0 or self.c.integer(0, 2) == 0:
             return self.pick(leaves)
-        op = self.pick(["+", "-", "*", "clip", "min"])
+        op = self.pick(["+", "-", "*", "clip", "min", "guarded", "ifexp", "or", "and"])
         left, right = self.int_expr(scope, depth - 1), self.int_expr(scope, depth - 1)
+        if op == "guarded":
+            return self.guarded_int(scope, left)
+        if op == "ifexp":
+            return f"({left} if {self.cond(scope, 0)} else {right})"
+        if op in ("or", "and"):  # Python's value: the operand that decides, an int
+            return f"({left} {op} {right})"
         if op == "clip":  # keeps values small, so products never overflow
             return f"np.clip({left}, -20, 20)"
         if op == "min":
@@ -150,6 +160,18 @@ class _Function:
         if op == "*":
             return f"np.clip({left} * {right}, -50, 50)"
         return f"({left} {op} {right})"
+
+    def guarded_int(self, scope: tuple, left: str) -> str:
+        """An operation that raises (or warns) for some operands, behind a short-circuit
+        that Python evaluates it only past: a batched run must not compute it for the
+        threads the guard turns away."""
+        name = self.pick([*self.int_names, *scope])
+        form = self.c.integer(0, 2)
+        if form == 0:
+            return f"({left} // {name} if {name} != 0 else {left})"
+        if form == 1:
+            return f"({left} % {name} if {name} != 0 else 0)"
+        return f"(2 ** {name} if 0 <= {name} < 5 else {left})"
 
     def float_expr(self, scope: tuple, depth: int) -> str:
         """A float64 expression of the event shape: always built on a float variable."""
@@ -172,14 +194,22 @@ class _Function:
 
     def cond(self, scope: tuple, depth: int) -> str:
         """A per-example bool; ``and``/``or``/``not`` short-circuit per thread."""
-        form = self.c.integer(0, 4 if depth > 0 else 1)
+        form = self.c.integer(0, 6 if depth > 0 else 4)
         if form == 0:
             op = self.pick(["<", "<=", ">", "==", "!="])
             return f"{self.int_expr(scope, 1)} {op} {self.int_expr(scope, 1)}"
         if form == 1:
             op = self.pick(["<", ">", ">="])
             return f"np.sum({self.float_expr(scope, 1)}) {op} {self.pick(['0.0', '1.0', '-0.5'])}"
-        if form == 2:
+        if form == 2:  # the middle operand (often a call) evaluated once
+            left, middle, right = (self.int_expr(scope, 1) for _ in range(3))
+            return f"{left} <= {middle} < {right}"
+        if form in (3, 4):  # guards that Python evaluates the right side only past
+            name = self.pick([*self.int_names, *scope])
+            if form == 3:
+                return f"({name} != 0 and {self.int_expr(scope, 1)} % {name} == 0)"
+            return f"(0 <= {name} < 5 and 2 ** {name} > {self.c.integer(0, 9)})"
+        if form == 5:
             return f"not ({self.cond(scope, depth - 1)})"
         op = self.pick(["and", "or"])
         return f"({self.cond(scope, depth - 1)} {op} {self.cond(scope, depth - 1)})"
@@ -240,8 +270,24 @@ class _Function:
         var = f"i{self.loops}"
         stop = f"np.clip({self.int_expr(scope, 1)}, 0, {MAX_TRIPS})"
         start = self.pick(["", "0, ", "-1, ", f"np.clip({self.int_expr(scope, 0)}, -1, 1), "])
-        self.emit(depth, f"for {var} in range({start}{stop}):")
+        if not self.c.integer(0, 1):
+            self.emit(depth, f"for {var} in range({start}{stop}):")
+            self.block(depth + 1, (*scope, var), True, self.c.integer(1, 3))
+            return
+        # range() reads its bound variables once: the body rebinds them (and the loop
+        # variable) without changing the trips; after the loop the variable holds its
+        # last value (the one bound before, if the loop ran no trip).
+        bound, step = f"s{self.loops}", f"t{self.loops}"
+        self.emit(depth, f"{var} = {self.int_expr(scope, 0)}")
+        self.emit(depth, f"{bound} = {stop}")
+        self.emit(depth, f"{step} = np.clip({self.int_expr(scope, 0)}, 1, 2)")
+        self.emit(depth, f"for {var} in range({start}{bound}, {step}):")
+        self.emit(depth + 1, f"{bound} = {bound} + 1")
+        self.emit(depth + 1, f"{step} = {step} - 1")
         self.block(depth + 1, (*scope, var), True, self.c.integer(1, 3))
+        if self.c.integer(0, 1):
+            self.emit(depth + 1, f"{var} = {var} * 2")
+        self.emit(depth, f"b = b + {var}")
 
     def stmt_call(self, depth, scope, loop) -> None:
         self.calls_left -= 1

@@ -173,6 +173,9 @@ class _Fence(ast.NodeVisitor):
         call = stmt.iter
         if not 1 <= len(call.args) <= 3 or call.keywords:
             self.reject(call, "range() takes 1 to 3 positional arguments")
+        if len(call.args) == 3 and _is_literal_zero(call.args[2]):
+            self.reject(call.args[2], "range() arg 3 must not be zero (Python raises "
+                        "ValueError); give a positive step to count up, a negative one down")
         for arg in call.args:
             self.visit(arg)
         self.check_body(stmt.body)
@@ -276,6 +279,13 @@ def _is_range_call(node: ast.expr, locals_: frozenset) -> bool:
         and node.func.id == "range"
         and "range" not in locals_
     )
+
+
+def _is_literal_zero(node: ast.expr) -> bool:
+    """``0``, ``-0``, ``False``, ``0.0``: a step that is zero before anything runs."""
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and not isinstance(node.value, str) and node.value == 0
 
 
 def _mark_callees(tree: ast.AST) -> None:

@@ -99,6 +99,40 @@ def logical_or(left, right):
     return select(left, left, right)
 
 
+class RangeStepCheck:
+    """``range(start, stop, step)``'s check that ``step`` is not zero, as a batched
+    primitive returning ``step``. On NumPy (which runs a block for its active threads
+    only) it raises Python's ValueError, naming the user's function and line. A staged
+    backend cannot raise inside its loop: there the step passes through, and the machine
+    stops the threads that `faulting` names and raises `error` after the run
+    (`pcbatch.vm.staged.faulted_at`)."""
+
+    def __init__(self, where: str):
+        self.where = where
+        self.__name__ = "range_step_check"
+
+    def __call__(self, step):
+        if np.any(np.equal(step, 0)):
+            raise self.error()
+        return step
+
+    @staticmethod
+    def faulting(step):
+        return np.equal(step, 0)
+
+    def error(self) -> ValueError:
+        return ValueError(f"range() arg 3 must not be zero (at {self.where})")
+
+    def for_backend(self, backend):
+        if getattr(backend, "staged", False):
+            return _pass_through
+        return None
+
+
+def _pass_through(value):
+    return value
+
+
 def sync() -> None:
     """Asks the scheduler to gather threads here before running what follows.
 

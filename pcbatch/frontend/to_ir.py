@@ -33,21 +33,66 @@ from pcbatch.ir.setitem import FULL_SLICE, SetItem
 #: what `Translator.constant_of` returns for a local or an unknown name
 _NOT_CONSTANT = object()
 
-_UNSAFE_NODES = (
-    ast.Call,
-    ast.Subscript,
-    ast.Lambda,
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-    ast.Await,
-)
+_SAFE_UNARY = (ast.Not, ast.USub, ast.UAdd, ast.Invert)
+#: never raise on numbers (integers wrap as they do wherever they are computed); ``&``,
+#: ``|``, ``^`` and ``~`` take integers and bools only, whatever their values
+_SAFE_BINARY = (ast.Add, ast.Sub, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
+#: never raise when the divisor is a nonzero number literal
+_SAFE_BY_LITERAL = (ast.Mod, ast.FloorDiv)
+
+
+def _safe_arithmetic(node: ast.BinOp) -> bool:
+    if isinstance(node.op, _SAFE_BINARY):
+        return True
+    right = node.right
+    return (
+        isinstance(node.op, _SAFE_BY_LITERAL)
+        and isinstance(right, ast.Constant)
+        and isinstance(right.value, (int, float))
+        and right.value != 0
+    )
+
+
+def _cannot_fail(node: ast.AST) -> bool:
+    """Whether evaluating ``node`` for a thread that Python would not evaluate it for is
+    harmless: names, constants, attributes (a namedtuple's field), and comparisons,
+    ``not``, signs, ``+``, ``-``, ``*``, bitwise ``&``, ``|``, ``^``, ``~``, ``%`` or
+    ``//`` by a nonzero literal, ``and``/``or`` and conditional expressions of those.
+    Other arithmetic is not: ``2 ** n``, ``a // b``, ``a % b``, ``a / b`` and shifts
+    raise for some operands, and a call or an index may fail or run batched code."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        # a namedtuple's field, an array's .T or .shape: the type decides, not the value
+        return _cannot_fail(node.value)
+    if isinstance(node, ast.BinOp):
+        return _safe_arithmetic(node) and _cannot_fail(node.left) and _cannot_fail(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, _SAFE_UNARY) and _cannot_fail(node.operand)
+    if isinstance(node, ast.Compare):
+        return all(_cannot_fail(n) for n in (node.left, *node.comparators))
+    if isinstance(node, ast.BoolOp):
+        return all(_cannot_fail(n) for n in node.values)
+    if isinstance(node, ast.IfExp):
+        return all(_cannot_fail(n) for n in (node.test, node.body, node.orelse))
+    return False
 
 
 def _is_trivially_pure(node: ast.AST) -> bool:
-    """No call, no indexing: evaluating it for every thread cannot fail or call batched code."""
-    return not any(isinstance(n, _UNSAFE_NODES) for n in ast.walk(node))
+    """Whether a short-circuit (``and``/``or``, ``x if c else y``, a chained comparison)
+    may run as one eager per-example selection: every operand that Python evaluates for
+    only some threads `_cannot_fail`. The operand Python always evaluates (the first of
+    ``and``/``or``, the test of a conditional, the left of a chain) may be anything; a
+    batched call in it is hoisted out before the selection. (A chain's eager form reads
+    its middle operands twice, so they must not fail either: ``0 < rand() < 0.5`` must
+    draw once.)"""
+    if isinstance(node, ast.BoolOp):
+        return all(_cannot_fail(n) for n in node.values[1:])
+    if isinstance(node, ast.IfExp):
+        return _cannot_fail(node.body) and _cannot_fail(node.orelse)
+    if isinstance(node, ast.Compare):
+        return all(_cannot_fail(n) for n in node.comparators)
+    return _cannot_fail(node)
 
 
 def _label(node: ast.AST) -> str:
@@ -240,10 +285,17 @@ class Translator:
             self.body(stmt.body)
 
     def stmt_For(self, stmt: ast.For) -> None:
-        args = stmt.iter.args
-        start = self.value(args[0]) if len(args) > 1 else self.fb.const(0, out=self.fresh())
-        stop = self.value(args[1] if len(args) > 1 else args[0])
-        step = self.value(args[2]) if len(args) == 3 else self.fb.const(1, out=self.fresh())
+        """``for i in range(...)``: the arguments evaluated once, before the loop, into
+        temporaries (rebinding a bound variable in the body changes nothing); a counter of
+        its own, copied to ``i`` at each iteration's start (rebinding ``i`` in the body
+        changes nothing either); after the loop ``i`` holds the last value it took."""
+        args = [self.value(a, out=self.fresh()) for a in stmt.iter.args]
+        start = args[0] if len(args) > 1 else self.fb.const(0, out=self.fresh())
+        stop = args[1] if len(args) > 1 else args[0]
+        step = args[2] if len(args) == 3 else self.fb.const(1, out=self.fresh())
+        if len(args) == 3 and not _is_number_literal(stmt.iter.args[2]):
+            check = runtime.RangeStepCheck(str(self.loc(stmt.iter)))
+            self.fb.prim(check, step, out=step, name="range_step_check")
         counter = self.fresh()
         self.fb.copy(start, out=counter)
         with self.fb.loop():
@@ -283,7 +335,7 @@ class Translator:
             if isinstance(node, (ast.BoolOp, ast.IfExp)) and not _is_trivially_pure(node):
                 return self.short_circuit(node, out)
             if _is_chain(node) and not _is_trivially_pure(node):
-                return self.short_circuit(self.chain_to_boolop(node), out)
+                return self.chain(node, out)
             residual = _Hoister(self).visit(copy.deepcopy(node))
             return self.primitive(residual, out)
 
@@ -293,10 +345,12 @@ class Translator:
     def condition(self, test: ast.expr) -> str:
         """A per-thread bool variable for an ``if``/``while`` test."""
         with self.fb.at(self.loc(test)):
-            value = self.value(test)
-            return self.fb.prim(
-                runtime.truthy, value, out=self.fresh(), name="truthy", per_example=True
-            )
+            return self.truth(self.value(test))
+
+    def truth(self, variable: str) -> str:
+        return self.fb.prim(
+            runtime.truthy, variable, out=self.fresh(), name="truthy", per_example=True
+        )
 
     def primitive(self, residual: ast.expr, out: Any) -> Any:
         params = _free_locals(residual, self.locals)
@@ -346,8 +400,9 @@ class Translator:
         return self.fb.prim(helper, *args, out=self.fresh(), name=helper.__name__)
 
     def short_circuit(self, node: ast.expr, out: Any) -> Any:
-        """``and``/``or``/conditional expression as control flow into one result variable."""
-        result = self.fresh() if out is None or not isinstance(out, str) else out
+        """``and``/``or``/conditional expression as control flow into one result variable,
+        so each operand runs only for the threads that Python evaluates it for."""
+        result = out if self.may_write_early(node, out) else self.fresh()
         if isinstance(node, ast.IfExp):
             cond = self.condition(node.test)
             with self.fb.if_(cond):
@@ -355,6 +410,7 @@ class Translator:
             with self.fb.else_():
                 self.value(node.orelse, out=result)
         else:
+            # Python's value: the first operand that decides, not a bool.
             self.value(node.values[0], out=result)
             for operand in node.values[1:]:
                 helper = runtime.logical_not if isinstance(node.op, ast.Or) else runtime.truthy
@@ -363,23 +419,52 @@ class Translator:
                 )
                 with self.fb.if_(test):
                     self.value(operand, out=result)
+        return self.finish(result, out)
+
+    def may_write_early(self, node: ast.expr, out: Any) -> bool:
+        """Whether the short-circuit may build its result in ``out`` itself: ``out`` is one
+        variable that no operand after the first reads (``n = 0 or g(n)`` must not
+        overwrite ``n`` before ``g(n)`` reads it)."""
+        if not isinstance(out, str):
+            return False
+        if isinstance(node, ast.IfExp):
+            return True  # the test is read first, then exactly one arm writes
+        later = node.values[1:]
+        return not any(isinstance(n, ast.Name) and n.id == out for v in later for n in ast.walk(v))
+
+    def finish(self, result: str, out: Any) -> Any:
         if out is not None and out != result:
             self.copy(result, out)
             return out
         return result
 
-    def chain_to_boolop(self, node: ast.Compare) -> ast.BoolOp:
-        """``a < b < c`` as ``a < b and b < c``, evaluating ``b`` once."""
-        left = node.left
-        parts = []
-        for op, right in zip(node.ops, node.comparators):
-            if not isinstance(right, (ast.Name, ast.Constant)):
-                right = ast.copy_location(ast.Name(id=self.value(right), ctx=ast.Load()), right)
-            parts.append(
-                ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)
-            )
-            left = right
-        return ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), node)
+    def chain(self, node: ast.Compare, out: Any) -> Any:
+        """``a < b < c`` as Python runs it: ``b`` evaluated once, and ``c`` (and the second
+        comparison) only for the threads where ``a < b`` held; the value is the first
+        false comparison's, else the last one's."""
+        result = self.fresh()
+        left = self.operand(node.left)
+        pairs = list(zip(node.ops, node.comparators))
+        self.chain_from(left, pairs, result, node)
+        return self.finish(result, out)
+
+    def chain_from(self, left: ast.expr, pairs: list, result: str, node: ast.Compare) -> None:
+        (op, right), rest = pairs[0], pairs[1:]
+        right = self.operand(right)
+        compare = ast.copy_location(ast.Compare(left=left, ops=[op], comparators=[right]), node)
+        self.primitive(compare, result)
+        if rest:
+            with self.fb.if_(self.truth(result)):
+                self.chain_from(right, rest, result, node)
+
+    def operand(self, node: ast.expr) -> ast.expr:
+        """``node`` evaluated now: itself if a constant or a name, else a temporary's name."""
+        if isinstance(node, ast.Constant) or (
+            isinstance(node, ast.Name) and node.id in self.locals
+        ):
+            return node
+        return ast.copy_location(ast.Name(id=self.value(node, out=self.fresh()), ctx=ast.Load()),
+                                 node)
 
 
 class _Hoister(ast.NodeTransformer):
@@ -429,7 +514,7 @@ class _Hoister(ast.NodeTransformer):
         if len(node.ops) == 1:
             return self.generic_visit(node)
         if not _is_trivially_pure(node):
-            return self._temp(self.t.short_circuit(self.t.chain_to_boolop(node), None), node)
+            return self._temp(self.t.chain(node, None), node)
         node = self.generic_visit(node)
         pairs, left = [], node.left
         for op, right in zip(node.ops, node.comparators):
@@ -499,6 +584,13 @@ def _free_locals(node: ast.AST, locals_: frozenset) -> list:
         if is_local and n.id not in seen:
             seen.append(n.id)
     return seen
+
+
+def _is_number_literal(node: ast.expr) -> bool:
+    """``3``, ``-2``: a value known before anything runs (the fence rejects a zero step)."""
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant)
 
 
 def _range_continues(counter, stop, step):

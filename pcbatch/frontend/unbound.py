@@ -61,9 +61,15 @@ class UnboundGuard:
             raise self.error()
         return assigned
 
+    @staticmethod
+    def faulting(assigned):
+        """The threads that fail the guard (staged machines stop them and raise `error`
+        after the run: `pcbatch.vm.staged.faulted_at`)."""
+        return np.logical_not(assigned)
+
     def for_backend(self, backend):
-        """Staged backends cannot raise inside their loop: the machine reads the guard's
-        result per thread instead (`pcbatch.vm.staged`)."""
+        """Staged backends cannot raise inside their loop: there the flag passes through,
+        and the machine stops the threads `faulting` names (`pcbatch.vm.staged`)."""
         if getattr(backend, "staged", False):
             return backend.adapt(lambda assigned: assigned)
         return None

@@ -69,24 +69,39 @@ def overflowed_at(block: int, halt: int) -> int:
     return halt + 1 + block
 
 
+#: where a block's run-time checks leave their failing rows (`faulted_at`)
+FAULTING = "__faulting_rows__"
+
+
+def faulted_at(block: int, halt: int) -> int:
+    """The program counter of a row that failed a run-time check (an op whose function has
+    ``faulting``: range()'s zero step, a read of an unbound local) in ``block``: past
+    every `overflowed_at`, so the row stops and the caller raises the op's error."""
+    return 2 * halt + 1 + block
+
+
+def faulting_block(pc: int, halt: int) -> int:
+    """The block whose check failed, from the program counter `faulted_at` left."""
+    return pc - 2 * halt - 1
+
+
 def overflowing_block(pc: int, halt: int) -> int:
     """The block whose push overflowed, from the program counter `overflowed_at` left."""
     return pc - halt - 1
 
 
 #: a lane's status (`lane_status`, `pcbatch.LaneStatus`): finished, its stack overflowed,
-#: stopped by max_steps
-OK, STACK_OVERFLOW, STEP_LIMIT = (int(s) for s in LaneStatus)
+#: stopped by max_steps, failed a run-time check
+OK, STACK_OVERFLOW, STEP_LIMIT, ERROR = (int(s) for s in LaneStatus)
 
 
 def lane_status(ops, pc, halt: int):
-    """Per lane, `OK`, `STACK_OVERFLOW` or `STEP_LIMIT`, from its final program counter
-    (``ops``: a staged backend, or ``np`` on the host)."""
+    """Per lane, `OK`, `STACK_OVERFLOW`, `STEP_LIMIT` or `ERROR`, from its final program
+    counter (``ops``: a staged backend, or ``np`` on the host)."""
     where = ops.where
     int_ = ops.scalar_int if hasattr(ops, "scalar_int") else np.int32
-    return where(
-        pc == halt, int_(OK), where(pc > halt, int_(STACK_OVERFLOW), int_(STEP_LIMIT))
-    )
+    failed = where(pc > 2 * halt, int_(ERROR), int_(STACK_OVERFLOW))
+    return where(pc == halt, int_(OK), where(pc > halt, failed, int_(STEP_LIMIT)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +165,7 @@ class _Block:
             op.batched_function(machine.ops) if isinstance(op, PrimOp) and not op.is_copy else None
             for op in self.block.instructions
         ]
+        self.faults = [_fault_rows(op, machine.ops) for op in self.block.instructions]
         self.part = _Registers(compact.touched(machine, self.block))
 
     def __call__(self, state: dict) -> dict:
@@ -163,7 +179,7 @@ class _Block:
         # compiles alike kernels once (Fibonacci x100 on TF-XLA: 30 -> 25 kernels).
         mask = state["pc"]["top"] == state.get("block", self.index)
         env: dict = {}
-        for op, function in zip(self.block.instructions, self.functions):
+        for op, function, fault in zip(self.block.instructions, self.functions, self.faults):
             if isinstance(op, PopOp):
                 for name in op.vars:
                     env.pop(name, None)
@@ -184,9 +200,12 @@ class _Block:
                 outputs = function(*inputs, mask=mask)
             else:
                 outputs = function(*inputs)
+            if fault is not None:
+                env.setdefault(FAULTING, []).append(mask & fault(*inputs))
             self.bind(state, env, op, op.vars_out, outputs, mask)
         state = m.terminate(state, self.index, env, mask, self.read)
         state = m.flag_overflow(state, env.get(OVERFLOWING, []), self.index)
+        state = m.flag_rows(state, env.get(FAULTING, []), faulted_at(self.index, m.halt))
         if m.profiling:
             state = m.count(
                 state, self.index, mask, len(self.functions) - self.functions.count(None)
@@ -322,12 +341,16 @@ class StagedMachine:
 
         Elementwise, so XLA fuses it into the block's own update of the program
         counters: no reduction, no kernel of its own."""
-        if not overflowing:
+        return self.flag_rows(state, overflowing, overflowed_at(block, self.halt))
+
+    def flag_rows(self, state: dict, rows: list, pc_value: int) -> dict:
+        """``state`` with the rows in any of ``rows`` at the program counter ``pc_value``."""
+        if not rows:
             return state
         ops = self.ops
-        rows = functools.reduce(operator.or_, overflowing)
+        rows = functools.reduce(operator.or_, rows)
         pc = state["pc"]
-        top = ops.where(rows, ops.scalar_int(overflowed_at(block, self.halt)), pc["top"])
+        top = ops.where(rows, ops.scalar_int(pc_value), pc["top"])
         return dict(state, pc=dict(pc, top=top))
 
     # -- control ------------------------------------------------------------------
@@ -634,9 +657,11 @@ def _named(program: Program) -> str:
 
 def can_fail(staged: StagedMachine) -> bool:
     """Whether a lane of this run may end other than halted: a stack may overflow (the
-    program calls), or a step limit is set."""
-    calls = any(isinstance(b.terminator, PushGotoOp) for b in staged.program.graph.blocks)
-    return calls or bool(staged.layout.full) or staged.max_steps is not None
+    program calls), a step limit is set, or a run-time check may fail."""
+    blocks = staged.program.graph.blocks
+    calls = any(isinstance(b.terminator, PushGotoOp) for b in blocks)
+    checks = any(_fault_rows(op, np) is not None for b in blocks for op in b.instructions)
+    return calls or checks or bool(staged.layout.full) or staged.max_steps is not None
 
 
 def poison(ops, outputs, ok):
@@ -758,6 +783,22 @@ def _traced(staged: StagedMachine, backend):
     return run
 
 
+def _fault_rows(op, backend):
+    """The batched form of ``op``'s run-time check (its rows that fail), or None."""
+    faulting = getattr(op.function, "faulting", None) if isinstance(op, PrimOp) else None
+    if faulting is None:
+        return None
+    adapt = getattr(backend, "adapt", None)
+    return adapt(faulting) if adapt is not None else faulting
+
+
+def _fault_error(block) -> Exception:
+    """The error of the run-time check that failed in ``block``."""
+    checks = [op for op in block.instructions if getattr(op, "function", None) is not None]
+    check = next(op for op in checks if hasattr(op.function, "faulting"))
+    return check.function.error()
+
+
 def _raise_failures(
     program, staged, pcs, max_stack_depth, max_steps, args=None, backend=None,
     lanes_are_members=True,
@@ -772,6 +813,10 @@ def _raise_failures(
     from pcbatch.vm import machine
 
     pcs = np.asarray(pcs).reshape(-1)
+    faulted = np.flatnonzero(pcs > 2 * staged.halt)
+    if faulted.size:
+        block = faulting_block(int(pcs[faulted[0]]), staged.halt)
+        raise _fault_error(program.graph.blocks[block])
     overflowed = np.flatnonzero(pcs > staged.halt)
     if overflowed.size:
         block = program.graph.blocks[overflowing_block(int(pcs[overflowed[0]]), staged.halt)]

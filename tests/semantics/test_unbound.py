@@ -69,7 +69,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("fn,args", CASES, ids=lambda c: getattr(c, "name", ""))
-@pytest.mark.parametrize("backend_name", ["numpy"])
+@backends.backend_param
 def test_assigned_everywhere_matches_python(fn, args, backend_name):
     expected = _per_example(fn, *args)
     backends.assert_close(fn(*args, backend=backends.backend(backend_name)), expected,
@@ -83,13 +83,23 @@ def test_assigned_everywhere_matches_python(fn, args, backend_name):
         (set_in_branch, (np.array([1, -3, 4]),), "y"),
     ],
 )
-@pytest.mark.parametrize("backend_name", ["numpy"])
+@backends.backend_param
 @pytest.mark.parametrize("stackless", [False, True])
 def test_unassigned_read_raises_unbound_local_error(fn, args, variable, backend_name, stackless):
+    if stackless and backend_name != "numpy":
+        pytest.skip("the stackless interpreter runs on NumPy")
     with pytest.raises(UnboundLocalError):
         _per_example(fn, *args)
     with pytest.raises(UnboundLocalError, match=f"'{variable}'.*test_unbound.py"):
         fn(*args, backend=backends.backend(backend_name), stackless=stackless)
+
+
+@pytest.mark.parametrize("backend_name", [b for b in backends.BACKEND_NAMES if b != "numpy"])
+def test_unassigned_lane_reports_error_status_and_others_stay_right(backend_name):
+    result, status = last_of_loop(np.array([2, 0, 5]), backend=backends.backend(backend_name),
+                                  return_status=True)
+    np.testing.assert_array_equal(np.asarray(status), [0, int(pcbatch.LaneStatus.ERROR), 0])
+    np.testing.assert_array_equal(np.asarray(result)[[0, 2]], [2, 8])
 
 
 def test_functions_without_maybe_unbound_reads_get_no_guard():

@@ -1,0 +1,252 @@
+"""Programs for tests/semantics/test_control_flow.py: each one's plain Python per example
+is the oracle. Lines matter to the error tests (they look up their line by a marker)."""
+
+from __future__ import annotations
+
+import pcbatch
+
+ctx = pcbatch.Context()
+
+
+# -- for / range --------------------------------------------------------------------
+@ctx.batch
+def rebind_stop(n):
+    t = 0
+    for _ in range(n):
+        t += 1
+        n = n - 1
+    return t
+
+
+@ctx.batch
+def rebind_start_and_step(a, s):
+    t = 0
+    for i in range(a, 40, s):
+        t += i
+        a = a + 5
+        s = s + 1
+    return t
+
+
+@ctx.batch
+def rebind_loop_variable(n):
+    t = 0
+    for i in range(n):
+        t += i
+        i = i + 100
+    return t, i
+
+
+@ctx.batch
+def loop_variable_is_the_bound(n):
+    t = 0
+    for n in range(n):  # noqa: B020 - the point: range() read n once
+        t = t * 2 + n
+    return t
+
+
+@ctx.batch
+def loop_variable_after(n):
+    i = -1
+    for i in range(n):  # noqa: B007 - the loop variable after the loop is the point
+        pass
+    return i
+
+
+@ctx.batch
+def counting_down(n, s):
+    t = 0
+    for i in range(n, -3, -s):
+        t = t * 3 + i
+    return t
+
+
+@ctx.batch
+def dynamic_step(n, s):
+    t = 0
+    for i in range(n, 10, s):  # MARK: dynamic step
+        t += i
+    return t
+
+
+@ctx.batch
+def for_with_break_and_continue(n, s):
+    t, i = 0, -1
+    for i in range(0, n, s):
+        n = n + 1
+        if i % 3 == 1:
+            continue
+        if t > 12:
+            break
+        t += i
+    return t, i
+
+
+@ctx.batch
+def step_in_a_branch(n, s):
+    t = 0
+    if n > 0:
+        for i in range(n, 10, s):
+            t += i
+    return t
+
+
+# -- short-circuits -------------------------------------------------------------------
+@ctx.batch
+def fact(n):
+    if n == 0:
+        return 1
+    return n * fact(n - 1)
+
+
+@ctx.batch
+def half(n):
+    return n // 2
+
+
+@ctx.batch
+def power_and(n):
+    return n >= 0 and 2 ** n > 5
+
+
+@ctx.batch
+def power_or(n):
+    return n < 0 or 2 ** n > 5
+
+
+@ctx.batch
+def power_ternary(n):
+    x = 2 ** n if n >= 0 else 0
+    return x
+
+
+@ctx.batch
+def power_return_ternary(n):
+    return 0 if n < 0 else 2 ** n
+
+
+@ctx.batch
+def guarded_division(a, b):
+    return a // b if b != 0 else 0
+
+
+@ctx.batch
+def guarded_modulo(a, b):
+    return b != 0 and a % b == 0
+
+
+@ctx.batch
+def not_of_short_circuit(n):
+    return not (n > 0 and 10 // n > 2)
+
+
+@ctx.batch
+def nested_ternaries(n):
+    return 10 // n if n > 0 else (-10 // (n + 1) if n < -1 else 7)
+
+
+@ctx.batch
+def chain_with_recursion(n):
+    return 0 <= n < fact(n) + 1
+
+
+@ctx.batch
+def chain_with_power(n):
+    return 0 <= n < 2 ** n
+
+
+@ctx.batch
+def chain_three(n):
+    return 0 < n <= 10 // n < 4
+
+
+def draw(n):
+    """A plain helper with a side effect: Python calls it once per chain."""
+    draw.calls += 1
+    return n
+
+
+draw.calls = 0
+
+
+@ctx.batch
+def chain_with_a_plain_call_in_the_middle(n):
+    return -1 <= draw(n) < 3
+
+
+@ctx.batch
+def or_value(a, b):
+    x = a or b
+    return x
+
+
+@ctx.batch
+def and_value(a, b):
+    return a and b
+
+
+@ctx.batch
+def or_value_with_call(a, b):
+    return a or fact(b)
+
+
+@ctx.batch
+def or_reading_its_target(n):
+    n = n % 2 or half(n)
+    return n
+
+
+@ctx.batch
+def and_reading_its_target(n):
+    n = n % 3 and fact(n)
+    return n
+
+
+@ctx.batch
+def short_circuit_in_while(n):
+    i = 0
+    while i < n and 100 // (n - i) > 30:
+        i += 1
+    return i
+
+
+@ctx.batch
+def short_circuit_in_if(n):
+    if n != 0 and 12 % n == 0:
+        return 1
+    return 0
+
+
+@ctx.batch
+def short_circuit_in_elif(n):
+    if n < 0:
+        r = -1
+    elif n == 0 or 7 // n == 1:
+        r = 2
+    else:
+        r = 3
+    return r
+
+
+@ctx.batch
+def pure_short_circuits(a, b):
+    # names, constants, comparisons, +, -, *: the eager per-example selection
+    x = a + 1 if a > b else b - 1
+    y = a > 0 and b < 3 or a == b
+    z = not a < b <= a * 2
+    return x, y, z
+
+
+# -- rejected: decorated by the test with a context of its own -----------------------
+def literal_zero_step(n):
+    t = 0
+    for i in range(0, n, 0):  # ERROR
+        t += i
+    return t
+
+
+def literal_negative_zero_step(n):
+    t = 0
+    for i in range(n, 0, -0):  # ERROR
+        t += i
+    return t

@@ -1,0 +1,131 @@
+"""Control flow exactly as Python runs it, per example, on every backend.
+
+``for ... in range(...)`` evaluates its arguments once, before the loop; a zero step is
+an error; ``and``/``or``/``x if c else y`` and chained comparisons evaluate an operand
+only for the examples where Python evaluates it (``n >= 0 and 2 ** n > 5`` must not
+compute ``2 ** -3``), and give Python's value, not a bool. The oracle is the plain
+function run on each example alone.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import pcbatch
+from pcbatch import api
+from tests import backends
+from tests.semantics import control_flow_src as src
+
+
+def _per_example(fn, *args):
+    """The plain function on each example (batched callees run plainly too)."""
+    args = [np.asarray(a) for a in args]
+    api._dry_run.depth = getattr(api._dry_run, "depth", 0) + 1
+    try:
+        results = [fn.python_function(*(a[j] for a in args)) for j in range(len(args[0]))]
+    finally:
+        api._dry_run.depth -= 1
+    if isinstance(results[0], tuple):
+        return tuple(np.asarray(r) for r in zip(*results))
+    return np.asarray(results)
+
+
+def _check(fn, backend_name, *args):
+    expected = _per_example(fn, *args)
+    with warnings.catch_warnings():
+        # NumPy warns (``divide by zero``) where an untaken operand runs for an example.
+        warnings.simplefilter("error", RuntimeWarning)
+        actual = fn(*[np.asarray(a) for a in args], backend=backends.backend(backend_name))
+    for got, want in zip(backends.leaves(actual), backends.leaves(expected)):
+        backends.assert_close(np.asarray(got), want, backend_name)
+
+
+CASES = [
+    # for / range
+    ("rebind_stop", [0, 4, 7]),
+    ("rebind_start_and_step", [0, 3, 39, 50], [1, 2, 5, 1]),
+    ("rebind_loop_variable", [1, 3, 5]),
+    ("loop_variable_is_the_bound", [0, 1, 4, 6]),
+    ("loop_variable_after", [0, 1, 4]),
+    ("counting_down", [5, -3, 10], [1, 2, 3]),
+    ("dynamic_step", [1, 2, 11], [3, 4, 1]),
+    ("for_with_break_and_continue", [0, 5, 9, 20], [1, 2, 1, 3]),
+    # short-circuits
+    ("power_and", [-3, 0, 2, 3]),
+    ("power_or", [-3, 0, 2, 3]),
+    ("power_ternary", [-3, 0, 2, 3]),
+    ("power_return_ternary", [-3, 0, 2, 3]),
+    ("guarded_division", [7, 7, -9, 0], [2, 0, 4, 0]),
+    ("guarded_modulo", [7, 8, -9, 0], [2, 0, 3, 0]),
+    ("not_of_short_circuit", [-1, 0, 2, 5]),
+    ("nested_ternaries", [-3, -1, 0, 2]),
+    ("chain_with_recursion", [-2, 0, 3]),
+    ("chain_with_power", [-2, 0, 1, 3]),
+    ("chain_three", [-9, 0, 1, 2, 3, 5]),
+    ("chain_with_a_plain_call_in_the_middle", [-2, 0, 3, 5]),
+    ("or_value", [0, 3, -1], [5, 6, 0]),
+    ("and_value", [0, 3, -1], [5, 6, 0]),
+    ("or_value_with_call", [0, 3, 0], [4, -1, 0]),
+    ("or_reading_its_target", [3, 4, 0, 8]),
+    ("and_reading_its_target", [3, 4, 0, 5]),
+    ("short_circuit_in_while", [0, 2, 3, 10]),
+    ("short_circuit_in_if", [0, 5, 6, -4]),
+    ("short_circuit_in_elif", [-1, 0, 4, 7, 9]),
+    ("pure_short_circuits", [0, 3, -2, 4], [1, 3, -5, 2]),
+]
+
+
+@backends.backend_param
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_matches_python_per_example(case, backend_name):
+    name, *args = case
+    _check(getattr(src, name), backend_name, *args)
+
+
+def _marked_line(fn, marker: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return next(first + i for i, line in enumerate(lines) if marker in line)
+
+
+@backends.backend_param
+def test_a_zero_step_at_run_time_raises_pythons_value_error_at_the_users_line(backend_name):
+    args = np.array([1, 2, 3]), np.array([1, 0, 2])
+    with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero") as info:
+        src.dynamic_step(*args, backend=backends.backend(backend_name))
+    line = _marked_line(src.dynamic_step, "MARK: dynamic step")
+    assert f"{src.__file__}:{line} in dynamic_step" in str(info.value)
+
+
+@backends.backend_param
+def test_a_zero_step_where_no_example_reaches_the_loop_is_no_error(backend_name):
+    # the check runs only for the threads at the loop, as Python's range() call does
+    _check(src.step_in_a_branch, backend_name, [3, 0, -1, 4], [2, 0, 0, 3])
+
+
+@pytest.mark.parametrize("name", ["literal_zero_step", "literal_negative_zero_step"])
+def test_a_literal_zero_step_is_rejected_at_the_users_line(name):
+    fn = pcbatch.Context().batch(getattr(src, name))
+    with pytest.raises(pcbatch.AutobatchSyntaxError, match="must not be zero") as info:
+        fn(np.array([3, 4]))
+    assert info.value.filename == src.__file__
+    assert info.value.lineno == _marked_line(getattr(src, name), "# ERROR")
+
+
+def test_short_circuits_that_cannot_fail_stay_one_eager_block():
+    """Names, constants, comparisons and +, -, * need no branch: the cheap per-example
+    selection, one block for the whole function."""
+    with pcbatch.profile() as prof:
+        src.pure_short_circuits(np.array([0, 3]), np.array([1, 3]))
+    assert list(prof.block_counts) == ["pure_short_circuits.entry"]
+
+
+def test_a_chained_comparison_calls_its_middle_operand_once():
+    # on NumPy a plain helper runs once for the whole batch (it is vectorized)
+    src.draw.calls = 0
+    got = src.chain_with_a_plain_call_in_the_middle(np.array([-2, 0, 5]))
+    np.testing.assert_array_equal(got, [False, True, False])
+    assert src.draw.calls == 1
