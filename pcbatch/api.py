@@ -416,6 +416,11 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
         return rebuild(value, [_as_array_pattern(v, what) for v in value])
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return value  # an array of some library: the backend takes it as it is
+    if value is None:
+        raise TypeError(
+            f"{what}: None is not a batched value; pass numbers or arrays (for an optional "
+            "value, a boolean flag beside it, or a sentinel number such as np.nan)"
+        )
     try:
         array = np.asarray(value)
     except Exception as e:  # noqa: BLE001 - any conversion failure is the user's input

@@ -307,6 +307,13 @@ class Translator:
         for name, param in callee.signature.parameters.items():
             if name in bound.arguments:
                 args.append(self.value(bound.arguments[name]))
+            elif param.default is None:
+                raise self.error(
+                    node,
+                    f"{callee.name}() is called without {name!r}, whose default is None; None "
+                    f"is not a batched value: pass {name}=..., or give {name!r} a number or "
+                    "array default (a flag such as use_x=False, or a value such as 0.0)",
+                )
             elif param.default is not inspect.Parameter.empty:
                 args.append(self.fb.const(param.default, out=self.fresh()))
         target = self.out(out)
