@@ -316,6 +316,7 @@ class OptionedFunction:
 
     def with_options(self, **options) -> OptionedFunction:
         _check_option_names(self.batched.name, options, CALL_OPTIONS + MAP_OPTIONS)
+        _checked_options(self.batched.name, options)
         return OptionedFunction(self.batched, {**self.options, **options})
 
 

@@ -315,7 +315,7 @@ class Translator:
                     "array default (a flag such as use_x=False, or a value such as 0.0)",
                 )
             elif param.default is not inspect.Parameter.empty:
-                args.append(self.fb.const(param.default, out=self.fresh()))
+                args.append(self.fb.const(_lists_as_arrays(param.default), out=self.fresh()))
         target = self.out(out)
         self.fb.call(callee.name, *args, out=[target])
         return target
@@ -472,6 +472,17 @@ def _free_locals(node: ast.AST, locals_: frozenset) -> list:
         if is_local and n.id not in seen:
             seen.append(n.id)
     return seen
+
+
+def _lists_as_arrays(value: Any) -> Any:
+    """A default value as a batched call passes it: a list is one array (as at the top
+    level, `pcbatch.api`), a tuple a pattern of fields."""
+    if isinstance(value, list):
+        return np.asarray(value)
+    if isinstance(value, tuple):
+        items = [_lists_as_arrays(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return value
 
 
 def _range_continues(counter, stop, step):

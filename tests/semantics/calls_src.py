@@ -31,6 +31,16 @@ def paired(x, pair=(np.array([1.0, 2.0]), 3.0)):  # noqa: B008 - the case under 
 
 
 @ctx.batch
+def list_weighted(x, w=[1.0, 2.0, 3.0]):  # noqa: B006 - the case under test
+    return np.sum(np.multiply(x, w))
+
+
+@ctx.batch
+def calls_list_weighted(x):
+    return list_weighted(x)
+
+
+@ctx.batch
 def calls_weighted(x):
     return weighted(x) + weighted(x, np.array([0.0, 0.0, 1.0]))
 

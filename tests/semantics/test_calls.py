@@ -65,6 +65,16 @@ def test_scalar_and_tuple_defaults(backend_name):
 
 
 @backend_param
+def test_list_default_is_one_array(backend_name):
+    b = backends.backend(backend_name)
+    expected = _per_example(src.list_weighted, {"x": XS}, positional=1)
+    np.testing.assert_allclose(expected, [6.0, 12.0, 18.0])
+    for fn in (src.list_weighted, src.calls_list_weighted):
+        backends.assert_close(fn(XS, backend=b), expected, backend_name)
+        backends.assert_close(fn(XS, dry_run=True), expected, "numpy")
+
+
+@backend_param
 def test_default_passed_explicitly_and_from_a_batched_call(backend_name):
     b = backends.backend(backend_name)
     ws = np.arange(9.0).reshape(3, 3)
