@@ -607,7 +607,9 @@ def _memory_limit(backend) -> int | None:
     if type(backend).__module__.startswith("pcbatch.backends.jax"):
         import jax
 
-        stats = jax.local_devices()[0].memory_stats() or {}  # None on CPU
+        stats = {}
+        with contextlib.suppress(Exception):  # an optional probe: not every platform has it
+            stats = jax.local_devices()[0].memory_stats() or {}  # None on CPU
         if "bytes_limit" in stats:
             limits = [stats["bytes_limit"]]
     return min(limits) if limits else None
