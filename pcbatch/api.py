@@ -348,9 +348,13 @@ def _checked_options(function: str, options: dict) -> dict:
         if flag in options and not isinstance(options[flag], (bool, np.bool_)):
             raise TypeError(f"{function}(): {flag} takes True or False, got {options[flag]!r}")
     if "max_stack_depth" in options:
-        checked["max_stack_depth"] = _count(function, "max_stack_depth", options)
+        checked["max_stack_depth"] = runner.check_count(
+            function, "max_stack_depth", options["max_stack_depth"]
+        )
     if options.get("max_steps") is not None:
-        checked["max_steps"] = _count(function, "max_steps", options, "or None")
+        checked["max_steps"] = runner.check_count(
+            function, "max_steps", options["max_steps"], "or None"
+        )
     if "backend" in options:
         _check_backend(function, options["backend"])
     cache = options.get("block_code_cache")
@@ -367,18 +371,6 @@ def _checked_options(function: str, options: dict) -> dict:
     if options.get("group") is not None:
         refill.check_width(options["group"], "group")
     return checked
-
-
-def _count(function: str, option: str, options: dict, alternative: str = "") -> int:
-    """``options[option]`` as a non-negative int, or an error naming the option."""
-    value = options[option]
-    wanted = f"{function}(): {option} takes a non-negative int"
-    wanted += f" {alternative}" if alternative else ""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{wanted}, got {value!r} of type {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{wanted}, got {value!r}")
-    return int(value)
 
 
 def _check_backend(function: str, backend) -> None:

@@ -52,6 +52,7 @@ def test_array_default_is_shared_by_every_example(backend_name):
     np.testing.assert_allclose(expected, [6.0, 12.0, 18.0])
     backends.assert_close(src.weighted(XS, backend=b), expected, backend_name)
     backends.assert_close(src.weighted(XS, dry_run=True), expected, "numpy")
+    backends.assert_close(src.weighted.map(XS, width=2, backend=b), expected, backend_name)
 
 
 @backend_param
@@ -329,3 +330,13 @@ def test_helper_returning_none_is_an_error_at_its_line(backend_name):
     with pytest.raises(pcbatch.TypeInferenceError, match="None") as info:
         fn(XS, backend=backends.backend(backend_name))
     assert f"{src.__file__}:{_error_line(fn)}" in str(info.value)
+
+
+@backend_param
+def test_run_checks_its_counts_too(backend_name):
+    program = src.ctx.program("doubled")
+    b = backends.backend(backend_name)
+    with pytest.raises(ValueError, match="max_stack_depth takes a non-negative int"):
+        pcbatch.run(program, [XS], backend=b, max_stack_depth=-1)
+    with pytest.raises(TypeError, match="max_steps takes a non-negative int or None"):
+        pcbatch.run(program, [XS], backend=b, max_steps="10")
