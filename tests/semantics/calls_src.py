@@ -123,6 +123,12 @@ def optional_tol(x, tol=None):
     return x + tol
 
 
+@ctx.batch
+def uses_none_statically(x):
+    y = x[None] * 2.0
+    return np.sum(y, axis=None) + np.reshape(y, (-1,))[0]
+
+
 def none_assigned(x):
     y = None  # ERROR
     if y is None:

@@ -277,7 +277,7 @@ def test_ragged_list_or_list_of_tuples_is_an_error(backend_name):
 @backend_param
 def test_is_none_on_a_variable_is_exact(backend_name):
     b = backends.backend(backend_name)
-    for fn in (src.tests_is_none, src.tests_global_none):
+    for fn in (src.tests_is_none, src.tests_global_none, src.uses_none_statically):
         expected = _per_example(fn, {"x": XS}, positional=1)
         backends.assert_close(fn(XS, backend=b), expected, backend_name)
 
