@@ -60,6 +60,12 @@ CALL_OPTIONS = (
     "return_status",
 )
 
+#: options of `BatchedFunction.map` besides the call options
+MAP_OPTIONS = ("width", "group", "priority")
+
+#: the backends ``backend=`` takes by name
+BACKEND_NAMES = ("numpy", "jax", "tensorflow")
+
 _dry_run = threading.local()
 
 
@@ -84,17 +90,27 @@ def _not_for_autograph(entity):
 class BatchedFunction:
     """A function decorated by `Context.batch`: call it on a batch.
 
+    Arguments bind as in Python (positional, keyword, keyword-only, positional-only).
+    An argument passed is a batch: arrays (or numbers) with a leading batch dimension,
+    or 0-d values shared by every example; a list of numbers or of equally shaped
+    arrays is read as ``np.asarray`` reads it; a tuple (or namedtuple) is a structured
+    per-example value, one batch per field. A parameter not passed takes its default,
+    the same value for every example. None is not a batched value (see
+    docs/semantics/calls.md).
+
     Call options (keyword-only, besides the function's own arguments):
       dry_run: run the plain Python function on each batch member separately
         (its values without the batch dimension) and stack the results.
       stackless: use the stackless interpreter (recursion through Python).
-      max_stack_depth: the deepest recursion allowed (default 15).
-      backend: the array backend (default: from the arguments; NumPy arrays
-        give `NumpyBackend`).
+      max_stack_depth: the deepest recursion allowed (default 15); a non-negative
+        int. On JAX and TensorFlow the stacks are allocated whole up front, so a
+        depth whose stacks would not fit in memory is a ValueError.
+      backend: the array backend: a backend object, or "numpy", "jax" or
+        "tensorflow" (default: from the arguments; NumPy arrays give `NumpyBackend`).
       block_code_cache: a dict for compiled block code to live across calls
         (used by compiled backends; accepted and ignored on NumPy).
       max_steps: stop with `StepLimitError`, naming the lines where threads still
-        run, after this many VM steps (default None: no bound).
+        run, after this many VM steps (a non-negative int; default None: no bound).
       schedule: the scheduling policy, "most_threads" (default), "lowest_pc" or
         "returns_first" (see `pcbatch.passes.order_blocks`); results are the same
         under every policy.
@@ -104,6 +120,12 @@ class BatchedFunction:
         integer) while the others' results stay right. Without it a failure raises:
         at once, or, inside your ``jax.jit`` or ``tf.function``, when the run executes
         (docs/semantics/failures.md).
+
+    A keyword naming one of the function's own parameters goes to that parameter,
+    as in Python, even where it is also an option's name: for ``def newton(a,
+    max_steps=50)``, ``newton(a, max_steps=1000)`` runs 1000 iterations. Such an
+    option is given through `with_options`:
+    ``newton.with_options(max_steps=10_000)(a, max_steps=1000)``.
     """
 
     #: how the compiler recognizes a batched function without importing this module
@@ -124,24 +146,28 @@ class BatchedFunction:
         if _in_dry_run():
             return self.python_function(*args, **kwargs)
         self._check_not_nested()
-        options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
-        values = self._bind(args, kwargs)
         try:
-            if options.get("dry_run"):
-                results = _dry_run_call(self, values)
-                if options.get("return_status"):  # a plain run has no limits to fail
-                    return results, np.zeros(_batch_size(values, self.name), np.int32)
-                return results
-            return self.context._run(self.name, values, options)
+            return self._call(args, kwargs, {})
         except Exception as e:
-            # Errors point at the user's code: drop pcbatch's frames below this one.
-            e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
+            _drop_internal_frames(e)
             raise
 
+    def with_options(self, **options) -> OptionedFunction:
+        """This function with call options fixed: ``fn.with_options(max_steps=1000)(x)``.
+
+        The way to pass an option whose name is also one of the function's own
+        parameters (a keyword argument goes to the parameter, as in Python). Takes the
+        call options and map's ``width``, ``group`` and ``priority``; the result is
+        called, or ``.map``-ed, as the function is."""
+        _check_option_names(self.name, options, CALL_OPTIONS + MAP_OPTIONS)
+        _checked_options(self.name, options)
+        return OptionedFunction(self, options)
+
     @_not_for_autograph
-    def map(self, *args, width: int, group: int | None = None, priority=None, **kwargs):
+    def map(self, *args, **kwargs):
         """Runs the function on N independent inputs through ``width`` lanes, refilling.
 
+        Call as ``fn.map(*args, width=B, group=None, priority=None, **kwargs)``.
         Arguments are given as for a batched call, each with a leading dimension N
         (the number of inputs; a value without it is shared by every input), and
         the same call options apply. The run uses ``min(width, N)`` lanes: when a
@@ -159,23 +185,17 @@ class BatchedFunction:
         the longest inputs first keeps the run from ending on a few long threads
         with every other lane idle (Fibonacci over n in [5, 22]: occupancy 0.67 in
         input order, 0.99 with ``priority=n``). Results stay in input order.
+
+        If the function has a parameter named ``width``, ``group`` or ``priority``,
+        that keyword goes to the function; give map's through `with_options`.
         """
         if _in_dry_run():
             raise TypeError(f"{self.name}.map() cannot be called inside a batched function")
         self._check_not_nested(".map")
-        refill.check_width(width)
-        refill.group_size(group, width)
-        options = {k: kwargs.pop(k) for k in CALL_OPTIONS if k in kwargs}
-        values = self._bind(args, kwargs)
-        if options.get("stackless"):
-            raise ValueError(f"{self.name}.map() runs on the stack machine; drop stackless=True")
         try:
-            if options.get("dry_run"):
-                return _dry_run_call(self, values)
-            refill_plan = (width, group, priority)
-            return self.context._run(self.name, values, options, refill=refill_plan)
+            return self._map(args, kwargs, {})
         except Exception as e:
-            e.__traceback__ = tracebacks.without_internal_frames(e.__traceback__)
+            _drop_internal_frames(e)
             raise
 
     def _check_not_nested(self, method: str = "") -> None:
@@ -198,18 +218,223 @@ class BatchedFunction:
             f"{self.name}.python_function(...) there"
         )
 
-    def _bind(self, args: tuple, kwargs: dict) -> list:
+    # -- calling -------------------------------------------------------------------
+    def _option_keywords(self, kwargs: dict, names: Sequence, preset: dict) -> dict:
+        """Pops the call options out of ``kwargs``: a keyword naming one of the
+        function's own parameters stays the function's, as in Python."""
+        options = dict(preset)
+        for name in names:
+            if name in kwargs and not self._takes_keyword(name):
+                if name in preset:
+                    raise TypeError(
+                        f"{self.name}(): call option {name!r} given twice (in with_options "
+                        "and in the call)"
+                    )
+                options[name] = kwargs.pop(name)
+        return _checked_options(self.name, options)
+
+    def _takes_keyword(self, name: str) -> bool:
+        param = self.signature.parameters.get(name)
+        return param is not None and param.kind != inspect.Parameter.POSITIONAL_ONLY
+
+    def _call(self, args: tuple, kwargs: dict, preset: dict):
+        kwargs = dict(kwargs)
+        options = self._option_keywords(kwargs, CALL_OPTIONS, preset)
+        misplaced = [k for k in MAP_OPTIONS if k in options]
+        if misplaced:
+            raise TypeError(
+                f"{self.name}(): option {misplaced[0]!r} belongs to {self.name}.map(); "
+                "a call takes only the call options"
+            )
+        bound = self._bind(args, kwargs)
+        if options.get("dry_run"):
+            results = _dry_run_call(self, bound)
+            if options.get("return_status"):  # a plain run has no limits to fail
+                size = _batch_size(bound.values, self.name)
+                return results, np.zeros(size, np.int32)
+            return results
+        return self.context._run(self.name, bound.values, options)
+
+    def _map(self, args: tuple, kwargs: dict, preset: dict):
+        kwargs = dict(kwargs)
+        options = self._option_keywords(kwargs, CALL_OPTIONS + MAP_OPTIONS, preset)
+        if "width" not in options:
+            raise TypeError(
+                f"{self.name}.map() needs width=... (the number of lanes)"
+                + (
+                    f"; {self.name} has a parameter named 'width', so give map's through "
+                    f"{self.name}.with_options(width=...).map(...)"
+                    if self._takes_keyword("width")
+                    else ""
+                )
+            )
+        width = refill.check_width(options.pop("width"))
+        group = options.pop("group", None)
+        refill.group_size(group, width)
+        priority = options.pop("priority", None)
+        bound = self._bind(args, kwargs)
+        if options.get("stackless"):
+            raise ValueError(f"{self.name}.map() runs on the stack machine; drop stackless=True")
+        if options.get("dry_run"):
+            return _dry_run_call(self, bound)
+        refill_plan = (width, group, priority)
+        return self.context._run(self.name, bound.values, options, refill=refill_plan)
+
+    def _bind(self, args: tuple, kwargs: dict) -> Bound:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(
                 f"{self.name}(): {e}. Call options are: {', '.join(CALL_OPTIONS)}"
             ) from None
-        bound.apply_defaults()
-        return [
-            _as_array_pattern(value, f"{self.name}(): argument {param!r}")
-            for param, value in bound.arguments.items()
-        ]
+        values, passed = [], bound.arguments
+        for name, param in self.signature.parameters.items():
+            what = f"{self.name}(): argument {name!r}"
+            if name in passed:
+                values.append(_as_array_pattern(passed[name], what))
+            else:
+                values.append(_default_value(self.name, name, param.default))
+        return Bound(self.signature, values, dict(passed))
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """A call's arguments: ``values`` (one per parameter, in order, defaults included,
+    as the batched run takes them) and ``passed`` (the caller's own, by name)."""
+
+    signature: inspect.Signature
+    values: list
+    passed: dict
+
+    def python_call(self, i: int) -> tuple:
+        """(args, kwargs) calling the plain function on example ``i``: only what the
+        caller passed, so Python applies the defaults itself."""
+        args, kwargs = [], {}
+        for k, (name, param) in enumerate(self.signature.parameters.items()):
+            if name not in self.passed:
+                continue
+            value = _example(self.values[k], i)
+            if param.kind == inspect.Parameter.POSITIONAL_ONLY:
+                args.append(value)
+            else:
+                kwargs[name] = value
+        return args, kwargs
+
+
+@_not_for_autograph
+class OptionedFunction:
+    """A batched function with call options fixed (`BatchedFunction.with_options`)."""
+
+    def __init__(self, batched: BatchedFunction, options: dict):
+        self.batched = batched
+        self.options = dict(options)
+
+    def __repr__(self) -> str:
+        return f"<batched function {self.batched.name} with options {self.options}>"
+
+    def __call__(self, *args, **kwargs):
+        if _in_dry_run():
+            raise TypeError(
+                f"{self.batched.name}.with_options(...) cannot be called inside a batched "
+                f"function; call {self.batched.name}(...) there"
+            )
+        try:
+            return self.batched._call(args, kwargs, self.options)
+        except Exception as e:
+            _drop_internal_frames(e)
+            raise
+
+    @_not_for_autograph
+    def map(self, *args, **kwargs):
+        """`BatchedFunction.map` with these options."""
+        if _in_dry_run():
+            raise TypeError(f"{self.batched.name}.map() cannot be called inside a batched function")
+        try:
+            return self.batched._map(args, kwargs, self.options)
+        except Exception as e:
+            _drop_internal_frames(e)
+            raise
+
+    def with_options(self, **options) -> OptionedFunction:
+        _check_option_names(self.batched.name, options, CALL_OPTIONS + MAP_OPTIONS)
+        _checked_options(self.batched.name, options)
+        return OptionedFunction(self.batched, {**self.options, **options})
+
+
+def _drop_internal_frames(error: Exception) -> None:
+    """Drops pcbatch's frames below the API entry from ``error``'s traceback, so that it
+    ends in the user's code."""
+    error.__traceback__ = tracebacks.without_internal_frames(error.__traceback__)
+
+
+def _default_value(function: str, param: str, default: Any) -> Any:
+    """A parameter's default as a batched argument: the same value for every example
+    (a leading axis of size 1, which broadcasts over the batch)."""
+    if default is inspect.Parameter.empty:  # bind() has checked that it was passed
+        raise AssertionError(f"{function}(): {param!r} has no value")
+    if default is None:
+        raise TypeError(
+            f"{function}(): parameter {param!r} was not passed and defaults to None, which is "
+            f"not a batched value; pass {param}=..., or give it a default that is a number or "
+            f"array (a flag such as use_{param}=False, or a value such as {param}=0.0)"
+        )
+    value = _as_array_pattern(default, f"{function}(): the default of {param!r}")
+    return map_pattern(lambda leaf: leaf if len(leaf.shape) == 0 else leaf[None], value)
+
+
+def _checked_options(function: str, options: dict) -> dict:
+    """``options`` checked, each a TypeError or ValueError naming the option."""
+    checked = dict(options)
+    for flag in ("dry_run", "stackless", "return_status"):
+        if flag in options and not isinstance(options[flag], (bool, np.bool_)):
+            raise TypeError(f"{function}(): {flag} takes True or False, got {options[flag]!r}")
+    if "max_stack_depth" in options:
+        checked["max_stack_depth"] = runner.check_count(
+            function, "max_stack_depth", options["max_stack_depth"]
+        )
+    if options.get("max_steps") is not None:
+        checked["max_steps"] = runner.check_count(
+            function, "max_steps", options["max_steps"], "or None"
+        )
+    if "backend" in options:
+        _check_backend(function, options["backend"])
+    cache = options.get("block_code_cache")
+    if cache is not None and not isinstance(cache, dict):
+        raise TypeError(f"{function}(): block_code_cache takes a dict or None, got {cache!r}")
+    if "schedule" in options:
+        schedule = options["schedule"]
+        if not isinstance(schedule, str):
+            raise TypeError(f"{function}(): schedule takes a policy's name, got {schedule!r}; "
+                            f"choose one of {', '.join(order_blocks.POLICIES)}")
+        order_blocks.check_policy(schedule)
+    if "width" in options:
+        refill.check_width(options["width"])
+    if options.get("group") is not None:
+        refill.check_width(options["group"], "group")
+    return checked
+
+
+def _check_backend(function: str, backend) -> None:
+    if backend is None or (isinstance(backend, str) and backend in BACKEND_NAMES):
+        return
+    if not isinstance(backend, str) and all(
+        hasattr(backend, a) for a in ("type_of", "run_on_dummies", "vectorize")
+    ):
+        return
+    raise TypeError(
+        f"{function}(): backend takes None, a name ({', '.join(map(repr, BACKEND_NAMES))}), "
+        f"or a backend object (pcbatch.NumpyBackend(), pcbatch.JaxBackend(), "
+        f"pcbatch.backends.tensorflow.TensorFlowBackend()); got {backend!r}"
+    )
+
+
+def _check_option_names(function: str, options: dict, names: Sequence) -> None:
+    unknown = [k for k in options if k not in names]
+    if unknown:
+        raise TypeError(
+            f"{function}.with_options(): unknown option {unknown[0]!r}; the options are: "
+            f"{', '.join(names)}"
+        )
 
 
 # Array kinds a primitive can compute on: bool, signed and unsigned ints, floats, complex.
@@ -217,12 +442,19 @@ _NUMERIC_KINDS = "biufc"
 
 
 def _as_array_pattern(value: Any, what: str = "argument") -> Any:
-    """``value`` with every leaf an array; lists become tuples (patterns are hashable)."""
+    """``value`` with every leaf an array: a tuple (or namedtuple) is a pattern of
+    per-example fields, a list is one array (as ``np.asarray`` makes it)."""
+    if isinstance(value, list):
+        return _list_as_array(value, what)
     if is_pattern_node(value):
-        items = [_as_array_pattern(v, what) for v in value]
-        return tuple(items) if isinstance(value, list) else rebuild(value, items)
+        return rebuild(value, [_as_array_pattern(v, what) for v in value])
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return value  # an array of some library: the backend takes it as it is
+    if value is None:
+        raise TypeError(
+            f"{what}: None is not a batched value; pass numbers or arrays (for an optional "
+            "value, a boolean flag beside it, or a sentinel number such as np.nan)"
+        )
     try:
         array = np.asarray(value)
     except Exception as e:  # noqa: BLE001 - any conversion failure is the user's input
@@ -231,6 +463,27 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
         raise TypeError(
             f"{what}: cannot use {_short(value)} as a batched argument: it becomes a NumPy "
             f"array of dtype {array.dtype}, not of numbers or booleans"
+        )
+    return array
+
+
+def _list_as_array(value: list, what: str) -> np.ndarray:
+    """A list is a batch, one element per example, as ``np.asarray`` reads it."""
+    advice = (
+        "a list is read as one array (a batch, one element per example); pass an array, "
+        "or a tuple for a structured value (one batch per field)"
+    )
+    if any(isinstance(v, tuple) for v in value):
+        raise TypeError(f"{what}: a list of tuples is not a batched argument; {advice}")
+    try:
+        array = np.asarray(value)
+    except Exception as e:  # noqa: BLE001 - ragged or unconvertible: the user's input
+        raise TypeError(f"{what}: cannot use {_short(value)} as a batched argument ({e}); "
+                        f"{advice}") from None
+    if array.dtype.kind not in _NUMERIC_KINDS:
+        raise TypeError(
+            f"{what}: cannot use {_short(value)} as a batched argument: it becomes a NumPy "
+            f"array of dtype {array.dtype}, not of numbers or booleans; {advice}"
         )
     return array
 
@@ -279,21 +532,23 @@ def _stack(results: list) -> Any:
     return np.stack([np.asarray(r) for r in results])
 
 
-def _dry_run_call(batched: BatchedFunction, values: list) -> Any:
+def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
     """Runs the plain function on each batch member alone and stacks the results.
 
     An empty batch has no example to run; its (empty) results take their dtypes and
     shapes from the compiled program on NumPy, as a batched run's would.
     """
+    values = bound.values
     size = _batch_size(values, batched.name, tuple(batched.signature.parameters))
     if size == 0:
         host = [map_pattern(np.asarray, v) for v in values]
         return batched.context._run(batched.name, host, {"backend": NumpyBackend()})
     _dry_run.depth = getattr(_dry_run, "depth", 0) + 1
     try:
-        results = [
-            batched.python_function(*[_example(v, i) for v in values]) for i in range(size)
-        ]
+        results = []
+        for i in range(size):
+            args, kwargs = bound.python_call(i)
+            results.append(batched.python_function(*args, **kwargs))
     finally:
         _dry_run.depth -= 1
     return _stack(results)
@@ -341,6 +596,7 @@ class Context:
             raise TypeError(f"ctx.batch needs a function defined with def, got {function!r}")
         if function.__name__ == "<lambda>":
             raise ValueError("batched functions must be defined with def, not lambda")
+        _check_plain_function(function)
         name = function.__name__
         with self._lock:
             if name in self._functions:
@@ -436,7 +692,7 @@ class Context:
 
     # -- running -----------------------------------------------------------------
     def _run(self, name: str, values: list, options: dict, refill: tuple = (None, None, None)):
-        backend = options.get("backend") or _backend_for(values)
+        backend = _backend_named(options.get("backend")) or _backend_for(values)
         if hasattr(backend, "compile_cache"):
             self._backends_used.add(backend)
         program = self.program(name)
@@ -465,6 +721,23 @@ def _is_lambda(function: Any) -> bool:
     return isinstance(function, types.FunctionType) and function.__name__ == "<lambda>"
 
 
+def _check_plain_function(function: types.FunctionType) -> None:
+    """Rejects what ctx.batch cannot batch, at decoration: async functions, generators
+    and functions defined in a class body (methods)."""
+    code = function.__code__
+    where = f"{function.__qualname__} ({code.co_filename}:{code.co_firstlineno})"
+    if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+        raise TypeError(f"ctx.batch: async functions are not supported: {where}; define it "
+                        "with a plain def")
+    parts = function.__qualname__.split(".")
+    if len(parts) > 1 and parts[-2] != "<locals>":
+        raise TypeError(
+            f"ctx.batch cannot decorate a function defined in a class body: {where}; "
+            f"decorate a module-level function and call it from the method (pass what it "
+            "needs of self as arguments)"
+        )
+
+
 def _backend_for(values: list):
     """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF, else NumPy."""
     for value in values:
@@ -478,6 +751,13 @@ def _backend_for(values: list):
 
 
 _SHARED: dict = {}
+
+
+def _backend_named(backend):
+    """``backend=``'s value: a backend, None, or a name in `BACKEND_NAMES`."""
+    if not isinstance(backend, str):
+        return backend
+    return NumpyBackend() if backend == "numpy" else _shared_backend(backend)
 
 
 def _shared_backend(name: str):

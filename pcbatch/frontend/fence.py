@@ -47,6 +47,16 @@ _STATEMENT_ADVICE = {
 }
 
 
+#: `_Fence.global_value` of a local or unknown name
+_UNKNOWN = object()
+
+_NONE_ADVICE = (
+    "None is not a batched value (every example's values are numbers, booleans or arrays "
+    "of them); use a boolean flag (found = False ... if found:) or a sentinel number "
+    "(np.nan, -1) instead"
+)
+
+
 class _Fence(ast.NodeVisitor):
     def __init__(self, parsed: ParsedFunction, batched_names: frozenset):
         self.parsed = parsed
@@ -81,14 +91,14 @@ class _Fence(ast.NodeVisitor):
             for target in stmt.targets:
                 self.check_target(target)
         self.check_no_alias(stmt)
-        self.visit(stmt.value)
+        self.check_value(stmt.value)
 
     def check_AugAssign(self, stmt: ast.AugAssign) -> None:
         if isinstance(stmt.target, ast.Subscript):
             self.check_item_target(stmt.target)
         elif not isinstance(stmt.target, ast.Name):
             self.reject(stmt.target, "augmented assignment must target a variable or an item")
-        self.visit(stmt.value)
+        self.check_value(stmt.value)
 
     # -- item assignment ---------------------------------------------------------
     def check_item_target(self, target: ast.Subscript) -> None:
@@ -131,7 +141,7 @@ class _Fence(ast.NodeVisitor):
         if stmt.value is None:
             self.reject(stmt, "an annotation without a value does nothing; assign a value")
         self.check_target(stmt.target)
-        self.visit(stmt.value)
+        self.check_value(stmt.value)
 
     def check_target(self, target: ast.expr) -> None:
         if isinstance(target, ast.Name):
@@ -149,14 +159,14 @@ class _Fence(ast.NodeVisitor):
         )
 
     def check_If(self, stmt: ast.If) -> None:
-        self.visit(stmt.test)
+        self.check_value(stmt.test)
         self.check_body(stmt.body)
         self.check_body(stmt.orelse)
 
     def check_While(self, stmt: ast.While) -> None:
         if stmt.orelse:
             self.reject(stmt, "while ... else is not supported; use a flag variable")
-        self.visit(stmt.test)
+        self.check_value(stmt.test)
         self.check_body(stmt.body)
 
     def check_For(self, stmt: ast.For) -> None:
@@ -183,7 +193,81 @@ class _Fence(ast.NodeVisitor):
     def check_Return(self, stmt: ast.Return) -> None:
         if stmt.value is None:
             self.reject(stmt, "a batched function must return a value (return None is not batched)")
-        self.visit(stmt.value)
+        self.check_value(stmt.value)
+
+    # -- None -----------------------------------------------------------------------
+    def check_value(self, node: ast.expr) -> None:
+        """``node`` becomes a per-example value (assigned, returned, tested, passed)."""
+        self.check_not_none(node)
+        self.visit(node)
+
+    def check_not_none(self, node: ast.expr) -> None:
+        found = self.none_in(node)
+        if found is not None:
+            self.reject(found, _NONE_ADVICE)
+
+    def none_in(self, node: ast.expr) -> ast.expr | None:
+        """The part of ``node`` that makes its value (or a field of it) None, if any:
+        None itself, a global that is None, or a tuple, conditional or and/or holding one."""
+        if isinstance(node, ast.Constant):
+            return node if node.value is None else None
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return node if self.global_value(node) is None else None
+        parts = []
+        if isinstance(node, (ast.Tuple, ast.List)):
+            parts = node.elts
+        elif isinstance(node, ast.IfExp):
+            parts = [node.body, node.orelse]
+        elif isinstance(node, ast.BoolOp):
+            parts = node.values
+        for part in parts:
+            found = self.none_in(part)
+            if found is not None:
+                return found
+        return None
+
+    def global_value(self, node: ast.expr):
+        """The value of a global or closure name (or ``module.attr`` path); `_UNKNOWN` for
+        locals and names not found."""
+        path = []
+        while isinstance(node, ast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in self.locals:
+            return _UNKNOWN
+        namespaces = (self.parsed.closure, self.parsed.globals)
+        value = next((ns[node.id] for ns in namespaces if node.id in ns), _UNKNOWN)
+        for attr in reversed(path):
+            value = getattr(value, attr, _UNKNOWN)
+        return value
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        """``v is None`` / ``v is not None`` on a local: exactly False / True, since no
+        batched value is None. Any other ``is`` on a batched value compares array
+        objects, which means nothing per example: rejected."""
+        left = node.left
+        for op, right in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                self.check_identity(node, left, right)
+            left = right
+        self.generic_visit(node)
+
+    def check_identity(self, node: ast.Compare, left: ast.expr, right: ast.expr) -> None:
+        if not (self.reads_locals(left) or self.reads_locals(right)):
+            return  # globals and constants only: plain Python, the same for every example
+        for value, other in ((left, right), (right, left)):
+            if self.none_in(other) is other and isinstance(value, ast.Name):
+                return  # a local is never None
+        self.reject(
+            node,
+            "'is' compares object identity, which has no per-example meaning for batched "
+            "values; compare values with == (or np.array_equal). 'v is None' and "
+            "'v is not None' are allowed on a variable v (always False / True: no batched "
+            "value is None)",
+        )
+
+    def reads_locals(self, node: ast.expr) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in self.locals for n in ast.walk(node))
 
     # -- expressions ------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -198,11 +282,13 @@ class _Fence(ast.NodeVisitor):
             for arg in node.args:
                 if isinstance(arg, ast.Starred):
                     self.reject(arg, "*args in a call to a batched function is not supported")
+                self.check_not_none(arg)
             for kw in node.keywords:
                 if kw.arg is None:
                     self.reject(
                         kw.value, "**kwargs in a call to a batched function is not supported"
                     )
+                self.check_not_none(kw.value)
         self.generic_visit(node)
 
     def check_builtin_call(self, node: ast.Call) -> None:

@@ -383,8 +383,15 @@ class Translator:
         for name, param in callee.signature.parameters.items():
             if name in bound.arguments:
                 args.append(self.value(bound.arguments[name]))
+            elif param.default is None:
+                raise self.error(
+                    node,
+                    f"{callee.name}() is called without {name!r}, whose default is None; None "
+                    f"is not a batched value: pass {name}=..., or give {name!r} a number or "
+                    "array default (a flag such as use_x=False, or a value such as 0.0)",
+                )
             elif param.default is not inspect.Parameter.empty:
-                args.append(self.fb.const(param.default, out=self.fresh()))
+                args.append(self.fb.const(_lists_as_arrays(param.default), out=self.fresh()))
         target = self.out(out)
         self.fb.call(callee.name, *args, out=[target])
         return target
@@ -591,6 +598,17 @@ def _is_number_literal(node: ast.expr) -> bool:
     while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         node = node.operand
     return isinstance(node, ast.Constant)
+
+
+def _lists_as_arrays(value: Any) -> Any:
+    """A default value as a batched call passes it: a list is one array (as at the top
+    level, `pcbatch.api`), a tuple a pattern of fields."""
+    if isinstance(value, list):
+        return np.asarray(value)
+    if isinstance(value, tuple):
+        items = [_lists_as_arrays(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return value
 
 
 def _range_continues(counter, stop, step):

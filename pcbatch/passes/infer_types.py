@@ -32,6 +32,7 @@ from pcbatch.ir.nodes import FunctionCallOp, PrimOp, Program, reads, writes
 from pcbatch.ir.types import (
     TensorType,
     Type,
+    flatten,
     format_pattern,
     is_pattern_node,
     map_pattern,
@@ -57,6 +58,11 @@ def _advice(error: Exception) -> str:
             "A plain (undecorated) helper used a batched value as a Python bool (if, "
             "while, and/or, or recursion that stops on a value), which compiled backends "
             "cannot run: decorate the helper with ctx.batch, or use np.where in it."
+        )
+    if "None" in str(error):
+        return (
+            "If it made or took None: None is not a batched value; use a number or array "
+            "(for an optional value, a boolean flag beside it, or a sentinel such as np.nan)."
         )
     return "Make it accept any value of those types, or give the function a type_inference."
 
@@ -197,6 +203,7 @@ class _Inference:
         key = (id(op.function), in_types)
         if key not in self.prim_cache:
             self.prim_cache[key] = self.run_primitive(op, in_types)
+            _check_not_objects(op, self.prim_cache[key])
         self.bind_outputs(op, op.vars_out, self.prim_cache[key])
 
     def run_primitive(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
@@ -315,6 +322,18 @@ class _Inference:
                                 "ever produces a value (e.g. a recursion with no base case, "
                                 "or a branch that never returns)"
                             )
+
+
+def _check_not_objects(op: PrimOp, result: Type) -> None:
+    """A result that NumPy holds as Python objects (None, say) is not a batched value."""
+    for leaf in flatten(result.tensors):
+        if getattr(leaf.dtype, "kind", None) == "O":
+            raise TypeInferenceError(
+                f"primitive {op.label!r}{where(op.loc)} returned None or another Python "
+                "object, which is not a batched value (every example's values are numbers, "
+                "booleans or arrays of them); return a number or array instead (for an "
+                "optional value, a boolean flag beside it, or a sentinel such as np.nan)"
+            )
 
 
 def _drop_batch(backend):

@@ -65,6 +65,17 @@ def check_narrowing(program: Program, args: Sequence, backend) -> None:
             check(program.main, machine._local(name), leaf)
 
 
+def check_count(function: str, option: str, value, alternative: str = "") -> int:
+    """``value`` as a non-negative int, or a TypeError or ValueError naming ``option``."""
+    wanted = f"{function}(): {option} takes a non-negative int"
+    wanted += f" {alternative}" if alternative else ""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{wanted}, got {value!r} of type {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{wanted}, got {value!r}")
+    return int(value)
+
+
 def _as_array(value):
     """Arrays of any library stay as they are (JAX arrays stay on their device)."""
     return value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
@@ -154,6 +165,9 @@ def run(
     """
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
+    max_stack_depth = check_count(program.main, "max_stack_depth", max_stack_depth)
+    if max_steps is not None:
+        max_steps = check_count(program.main, "max_steps", max_steps, "or None")
     args = [map_pattern(_as_array, a) for a in args]
     check_known_shapes(program, args)
     check_narrowing(program, args, backend)

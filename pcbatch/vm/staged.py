@@ -32,6 +32,7 @@ import dataclasses
 import functools
 import gc
 import operator
+import os
 from typing import Any
 
 import numpy as np
@@ -604,6 +605,7 @@ def execute(
         staged = StagedMachine(
             program, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan
         )
+        check_memory(staged, backend)
         if sharding is None:
             compiled = backend.jit(_traced(staged, backend))
         else:
@@ -614,7 +616,7 @@ def execute(
         entry = Compiled(program, compiled, staged, blank)
         cache[key] = entry
     staged = entry.machine
-    with collector_paused() if fresh else contextlib.nullcontext():
+    with collector_paused() if fresh else contextlib.nullcontext(), _naming_depth(staged):
         outputs, info = entry.function(*entry.arguments(inputs))
     tracing = backend.is_tracing((outputs, info))  # inside the user's jit or tf.function
     if (tracing or return_status) and refill is None and can_fail(staged):
@@ -682,6 +684,64 @@ def poison(ops, outputs, ok):
         return ops.where(ok, value, np.asarray(bad, dtype))
 
     return map_pattern(fill, outputs)
+
+
+def check_memory(staged: StagedMachine, backend) -> None:
+    """Raises a ValueError naming ``max_stack_depth`` where the machine's registers and
+    stacks, allocated whole up front, would not fit in memory."""
+    needed, limit = staged.blank_bytes(), _memory_limit(backend)
+    if limit is not None and needed > limit:
+        raise ValueError(
+            f"{_depth_advice(staged)}: that is {needed / 2**30:.1f} GiB, more than the "
+            f"{limit / 2**30:.1f} GiB of memory here; pass a smaller max_stack_depth (a "
+            "StackOverflowError suggests one that suffices) or run fewer lanes"
+        )
+
+
+def _depth_advice(staged: StagedMachine) -> str:
+    layout = staged.layout
+    return (
+        f"{staged.program.main}(): max_stack_depth={layout.max_stack_depth} for "
+        f"{layout.batch_size} lanes needs stacks of that depth for each of "
+        f"{len(layout.full)} stacked value(s) and the program counter, allocated whole "
+        "before the run"
+    )
+
+
+def _memory_limit(backend) -> int | None:
+    """The bytes of memory a staged machine may use: the host's, or the accelerator's
+    where JAX reports it (None where neither is known)."""
+    limits = []
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # not on every platform
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    if type(backend).__module__.startswith("pcbatch.backends.jax"):
+        import jax
+
+        stats = {}
+        with contextlib.suppress(Exception):  # an optional probe: not every platform has it
+            stats = jax.local_devices()[0].memory_stats() or {}  # None on CPU
+        if "bytes_limit" in stats:
+            limits = [stats["bytes_limit"]]
+    return min(limits) if limits else None
+
+
+_OUT_OF_MEMORY = ("RESOURCE_EXHAUSTED", "ResourceExhausted", "Out of memory", "OOM")
+
+
+@contextlib.contextmanager
+def _naming_depth(staged: StagedMachine):
+    """An allocation failure during the run, re-raised naming ``max_stack_depth``."""
+    try:
+        yield
+    except Exception as error:
+        text = f"{type(error).__name__}: {error}"
+        if isinstance(error, MemoryError) or any(m in text for m in _OUT_OF_MEMORY):
+            raise ValueError(
+                f"{_depth_advice(staged)} ({staged.blank_bytes() / 2**30:.1f} GiB), and "
+                f"allocating failed ({text[:300]}); pass a smaller max_stack_depth or run "
+                "fewer lanes"
+            ) from error
+        raise
 
 
 @contextlib.contextmanager
