@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import pcbatch
+from pcbatch.backends.batched_array import PerExampleFallbackWarning
 from tests import backends
 from tests.semantics import values_src
 
@@ -112,3 +113,34 @@ def test_global_random_draws_are_rejected_at_the_users_line(name, backend_name):
     assert error.lineno == _error_line(function)
     assert "pass the random numbers in" in str(error).lower()
     assert "pcbatch.mcmc.random.uniform" in str(error)
+
+
+@backends.backend_param
+def test_python_scalars_in_a_plain_helper_work_per_lane_or_raise_clearly(backend_name):
+    function = values_src.helper_float
+    args = _arguments(function)
+    if backend_name == "numpy":  # one example at a time, and says so
+        with pytest.warns(PerExampleFallbackWarning):
+            actual = _run_batched(function, backend_name, args)
+        backends.assert_close(actual, _per_example(function, args)[0], backend_name)
+        return
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        _run_batched(function, backend_name, args)
+    message = str(info.value)
+    assert "Python float" in message and "ctx.batch" in message and "helper_float" in message
+
+
+@pytest.mark.skipif("tensorflow" not in backends.BACKEND_NAMES, reason="needs TensorFlow")
+def test_tensorflow_runs_on_the_whole_batch_only_what_builds_the_same_graph():
+    import tensorflow as tf
+
+    from pcbatch.backends.tensorflow import TensorFlowBackend, _ElementwiseCheck
+
+    def shortcut(function):
+        vector = tf.constant([1.0, 2.0, 3.0], tf.float64)
+        return _ElementwiseCheck(TensorFlowBackend().adapt(function))((vector,))
+
+    assert shortcut(lambda x: np.maximum(x * 3 - 1, 0))
+    assert not shortcut(values_src.helper_norm)  # abs on one example, a norm on the batch
+    assert not shortcut(values_src.helper_size)  # a constant 1 against the batch size
+    assert not shortcut(lambda x: round(x))  # rejects a whole batch: not a number

@@ -369,3 +369,11 @@ def numpy_random_in_condition(x):
 def tensorflow_stateful_normal(x):
     return x + tf.random.normal([], dtype=tf.float64)  # ERROR
 
+
+
+def as_python_float(v):
+    return float(v) * 2.0
+
+
+def helper_float(x):
+    return as_python_float(x)
