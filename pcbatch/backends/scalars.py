@@ -21,7 +21,7 @@ class BatchedValueError(TypeError):
 #: turned into functions (``x.size`` is data, not ``np.size``).
 NDARRAY_FUNCTION_METHODS = frozenset(
     """all any argmax argmin argsort clip conj conjugate cumprod cumsum diagonal dot max
-    mean min prod repeat round sort squeeze std sum swapaxes take trace var""".split()  # noqa: SIM905
+    mean min prod repeat round squeeze std sum swapaxes take trace var""".split()  # noqa: SIM905
 )
 
 #: the dtype of ``np.asarray(x.item())`` by the kind of ``x``'s dtype: a Python

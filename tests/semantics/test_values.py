@@ -37,7 +37,7 @@ round_scalar round_ndigits round_int min_two max_with_number min_three min_of_ve
 max_of_vector float_of_int int_of_float bool_of_float float_of_string index_int
 index_slices index_matrix index_ellipsis index_none comparisons matmul unary
 helper_norm helper_size helper_len_shape helper_size_attribute helper_ndim
-counter_based_uniform""".split()  # noqa: SIM905
+counter_based_uniform more_methods""".split()  # noqa: SIM905
 
 #: Python raises on one example: batched, the same construct raises (word in the message)
 RAISES = {
@@ -93,6 +93,14 @@ def test_raises_where_python_raises(name, backend_name):
     with pytest.raises((TypeError, ValueError)) as info:
         _run_batched(function, backend_name, args)
     assert RAISES[name] in str(info.value)
+
+
+@backends.backend_param
+def test_methods_that_are_not_numpy_functions_are_rejected(backend_name):
+    function = values_src.sort_in_place  # in place, returning None: not np.sort's copy
+    with pytest.raises((AttributeError, pcbatch.TypeInferenceError)) as info:
+        _run_batched(function, backend_name, _arguments(function))
+    assert "np.sort(x)" in str(info.value)
 
 
 def _error_line(function) -> int:

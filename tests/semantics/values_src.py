@@ -178,6 +178,23 @@ def squeeze_axis(v):
     return v[None, :].squeeze(0)
 
 
+def more_methods(m, v):
+    return (
+        m.cumprod(axis=1),
+        v.argsort(),
+        v.repeat(2),
+        v.take(2),
+        m.trace(),
+        m.diagonal(),
+        m.swapaxes(0, 1),
+        v.conj(),
+    )
+
+
+def sort_in_place(v):
+    return v.sort()
+
+
 # -- builtins --------------------------------------------------------------------
 
 
