@@ -131,6 +131,8 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
     def __getattr__(self, name: str):
         # Only ndarray's methods that are the same-named NumPy function of the array:
         # an attribute that is data on an ndarray (size, real) must not become a function.
+        if name.startswith("_"):  # protocol probes (hasattr(x, "__array_priority__"))
+            raise AttributeError(name)
         if name not in NDARRAY_FUNCTION_METHODS:
             raise AttributeError(
                 f"{name!r}: pcbatch supports these ndarray methods on per-example values: "
