@@ -106,7 +106,7 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         return self._wrap(self.value[unwrap(index)])
 
     def astype(self, dtype, **kwargs):
-        return self._wrap(self.xp.asarray(self.value, dtype=dtype))
+        return self._wrap(self.xp.asarray(self.value, dtype=_available(dtype, self.xp)))
 
     def reshape(self, *shape, **kwargs):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
@@ -202,6 +202,17 @@ _UFUNC_ALIASES = {"invert": "bitwise_not"}
 
 # Keyword arguments whose names differ between NumPy and its counterparts.
 _RENAMED = {"jax.numpy": {("clip", "a_min"): "min", ("clip", "a_max"): "max"}}
+
+
+def _available(dtype, xp):
+    """``dtype`` as the namespace has it: JAX without ``jax_enable_x64`` runs 64-bit
+    types as 32-bit ones (as the JAX backend documents), which asking for them would
+    only add a warning to (``float(x)`` and ``x.item()`` ask for float64)."""
+    if xp.__name__ == "jax.numpy":
+        import jax
+
+        return jax.dtypes.canonicalize_dtype(np.dtype(dtype))
+    return dtype
 
 
 def _tensorflow_round(xp):
