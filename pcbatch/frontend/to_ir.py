@@ -449,7 +449,7 @@ class _Hoister(ast.NodeTransformer):
 
 
 _GLOBAL_RANDOM_ADVICE = (
-    "{} draws from a generator shared by the whole batch: batched, it would be one "
+    "{} uses a random generator with hidden state: batched, it would be one "
     "draw for all examples (NumPy) or a constant fixed when the program compiles (JAX, "
     "TensorFlow). Pass the random numbers in as a batched argument (one row per "
     "example), or pass a per-example seed and draw with "
@@ -471,7 +471,7 @@ def _draws_globally(function: Any) -> bool:
     owner = getattr(function, "__self__", None)
     if isinstance(owner, (random.Random, np.random.RandomState, np.random.Generator)):
         return True
-    module = getattr(function, "__module__", None) or ""
+    module = str(getattr(function, "__module__", None) or "")
     if module == "random" or module == "numpy.random" or module.startswith("numpy.random."):
         return True
     if module.startswith("tensorflow."):
