@@ -24,11 +24,15 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.backends.scalars import (
+    NDARRAY_FUNCTION_METHODS,
+    BatchedValueError,
+    as_python_round,
+    as_python_scalar,
+)
 from pcbatch.ir.types import is_pattern_node, rebuild
 
-
-class BatchedValueError(TypeError):
-    """A batched value was used where one Python value is needed."""
+__all__ = ["BatchedArray", "BatchedValueError", "elementwise", "vectorize"]
 
 
 class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
@@ -59,6 +63,14 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
     @property
     def T(self) -> BatchedArray:  # noqa: N802 - NumPy's name
         return self.transpose()
+
+    @property
+    def real(self) -> BatchedArray:
+        return BatchedArray(self.data.real)
+
+    @property
+    def imag(self) -> BatchedArray:
+        return BatchedArray(self.data.imag)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -124,13 +136,28 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
     def copy(self) -> BatchedArray:
         return BatchedArray(self.data.copy())
 
-    def item(self):
-        self._needs_one_value("scalar (.item())")
+    def flatten(self) -> BatchedArray:
+        return self.ravel()
+
+    def ravel(self) -> BatchedArray:
+        return BatchedArray(self.data.reshape((self.data.shape[0], -1)))
+
+    def item(self) -> BatchedArray:
+        return as_python_scalar(self)
+
+    def __round__(self, ndigits=None) -> BatchedArray:
+        return as_python_round(self, ndigits)
 
     def __getattr__(self, name: str):
-        function = getattr(np, name, None)
-        if name.startswith("_") or not callable(function):
+        # Only ndarray's methods that are the same-named NumPy function of the array.
+        if name.startswith("_"):  # protocol probes (hasattr(x, "__array_priority__"))
             raise AttributeError(name)
+        if name not in NDARRAY_FUNCTION_METHODS:
+            raise AttributeError(
+                f"{name!r}: pcbatch supports these ndarray methods on per-example values: "
+                f"{', '.join(sorted(NDARRAY_FUNCTION_METHODS))}; call np.{name}(x) instead"
+            )
+        function = getattr(np, name)
         return lambda *args, **kwargs: function(self, *args, **kwargs)
 
     # -- NumPy protocols -------------------------------------------------------
@@ -383,7 +410,11 @@ _RULES = {
         )
     },
     **{f: _argreduction for f in (np.argmax, np.argmin)},
-    **{f: _elementwise for f in (np.where, np.clip, np.isclose, np.broadcast_to)},
+    **{
+        f: _elementwise
+        for f in (np.where, np.clip, np.isclose, np.broadcast_to, np.round, np.around, np.real)
+    },
+    np.imag: _elementwise,
     np.stack: _joining,
     np.concatenate: _joining,
     np.linalg.norm: _norm,

@@ -17,6 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.backends.scalars import (
+    NDARRAY_FUNCTION_METHODS,
+    BatchedValueError,
+    as_python_round,
+    as_python_scalar,
+)
 from pcbatch.ir.types import is_pattern_node, rebuild
 
 
@@ -42,10 +48,24 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         return np.dtype(getattr(self.value.dtype, "as_numpy_dtype", self.value.dtype))
 
     @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
     def T(self):  # noqa: N802 - NumPy's name
         return self._wrap(self.xp.transpose(self.value))
 
+    @property
+    def real(self):
+        return self._wrap(self.xp.real(self.value))
+
+    @property
+    def imag(self):
+        return self._wrap(self.xp.imag(self.value))
+
     def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a per-example scalar)")
         return self.shape[0]
 
     def __iter__(self):
@@ -54,35 +74,74 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
     def __repr__(self) -> str:
         return f"Dispatched({self.value!r})"
 
+    # A batched value cannot become one Python value; these work on concrete values
+    # (type inference's dummies, eager runs) and say what to write instead elsewhere.
     def __bool__(self) -> bool:
-        return bool(self.value)
+        return bool(self._one_value("bool (an if or while condition)"))
 
     def __int__(self) -> int:
-        return int(self.value)
+        return int(self._one_value("int"))
 
     def __float__(self) -> float:
-        return float(self.value)
+        return float(self._one_value("float"))
 
     def __index__(self) -> int:
-        return int(self.value)
+        return int(self._one_value("index"))
+
+    def _one_value(self, what: str):
+        try:
+            return np.asarray(self.value)
+        except Exception:  # a tracer or a symbolic tensor: no value until it runs
+            raise BatchedValueError(
+                f"a value computed per example (shape {self.shape}) was used as a Python "
+                f"{what} inside a plain helper; each example may differ. Use np.where "
+                "instead of if, or decorate the helper with ctx.batch so its control flow "
+                "is batched"
+            ) from None
+
+    def __round__(self, ndigits=None):
+        return as_python_round(self, ndigits)
 
     def __getitem__(self, index):
         return self._wrap(self.value[unwrap(index)])
 
     def astype(self, dtype, **kwargs):
-        return self._wrap(self.xp.asarray(self.value, dtype=dtype))
+        return self._wrap(self.xp.asarray(self.value, dtype=_available(dtype, self.xp)))
 
-    def reshape(self, *shape):
+    def reshape(self, *shape, **kwargs):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return self._wrap(self.xp.reshape(self.value, shape))
+        return self._wrap(self.xp.reshape(self.value, shape, **kwargs))
+
+    def flatten(self):
+        return self.ravel()
+
+    def ravel(self):
+        return self._wrap(self.xp.reshape(self.value, (-1,)))
+
+    def copy(self):
+        return self._wrap(self.xp.asarray(self.value))
+
+    def item(self):
+        return as_python_scalar(self)
+
+    def transpose(self, *axes):
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        return self._wrap(self.xp.transpose(self.value, axes or None))
 
     def __getattr__(self, name: str):
-        function = getattr(self.xp, name, None)
-        if name.startswith("_") or not callable(function):
+        # Only ndarray's methods that are the same-named NumPy function of the array:
+        # an attribute that is data on an ndarray (size, real) must not become a function.
+        if name.startswith("_"):  # protocol probes (hasattr(x, "__array_priority__"))
             raise AttributeError(name)
-        return lambda *args, **kwargs: self._wrap(
-            function(self.value, *unwrap(args), **unwrap(kwargs))
-        )
+        if name not in NDARRAY_FUNCTION_METHODS:
+            raise AttributeError(
+                f"{name!r}: pcbatch supports these ndarray methods on per-example values: "
+                f"{', '.join(sorted(NDARRAY_FUNCTION_METHODS))}; call np.{name}(x) instead"
+            )
+        # Through NumPy's function, so its dispatch (renamed keywords, replacements)
+        # applies as to np.sum(x).
+        function = getattr(np, name)
+        return lambda *args, **kwargs: function(self, *args, **kwargs)
 
     def _wrap(self, value):
         return wrap(value, self.xp)
@@ -145,7 +204,45 @@ _UFUNC_ALIASES = {"invert": "bitwise_not"}
 _RENAMED = {"jax.numpy": {("clip", "a_min"): "min", ("clip", "a_max"): "max"}}
 
 
+def _available(dtype, xp):
+    """``dtype`` as the namespace has it: JAX without ``jax_enable_x64`` runs 64-bit
+    types as 32-bit ones (as the JAX backend documents), which asking for them would
+    only add a warning to (``float(x)`` and ``x.item()`` ask for float64)."""
+    if xp.__name__ == "jax.numpy":
+        import jax
+
+        return jax.dtypes.canonicalize_dtype(np.dtype(dtype))
+    return dtype
+
+
+def _tensorflow_round(xp):
+    """``np.round`` as NumPy computes it (scale, round half to even, unscale), for
+    TensorFlow's NumPy, whose round calls ``Tensor.astype``: tensors lack it unless
+    NumPy behaviour is switched on for the whole process."""
+    import tensorflow as tf
+
+    def round_(a, decimals=0, out=None):
+        dtype = np.dtype(getattr(a.dtype, "as_numpy_dtype", a.dtype))
+        if dtype.kind in "iub" and decimals >= 0:
+            return a
+        if decimals == 0:
+            return tf.math.round(a)
+        scale = tf.constant(10.0**decimals, dtype=a.dtype)
+        return tf.math.round(a * scale) / scale
+
+    return round_
+
+
+#: NumPy functions whose counterpart in a namespace is replaced
+_REPLACED = {
+    "tensorflow.experimental.numpy": {"round": _tensorflow_round, "around": _tensorflow_round}
+}
+
+
 def _counterpart(func: Callable, xp):
+    replacement = _REPLACED.get(xp.__name__, {}).get(func.__name__)
+    if replacement is not None:
+        return replacement(xp)
     module = func.__module__ or "numpy"
     parts = module.split(".")[1:]  # numpy.linalg -> ["linalg"]
     namespace = xp

@@ -95,10 +95,14 @@ class _ElementwiseCheck:
     """Whether a per-example primitive may skip ``tf.vectorized_map`` for these arguments.
 
     It may when every argument is a per-example scalar and the function, traced on one
-    example, is only elementwise ops on scalars: run on the batch's vectors, each op
-    then computes every example's result at once. tf.vectorized_map costs about 7 ms
-    of graph building a use, nearly half of a small program's trace (Fibonacci: 9 uses,
-    0.06 of 0.14 s), and is kept for everything else. Decided once per signature.
+    example, is only elementwise ops on scalars, and traced on the batch's vectors it
+    builds the very same graph: then each op computes every example's result at once.
+    The second trace is what makes it sound: a function may look at its arguments'
+    shapes (``np.ndim(v)``, ``v.size``, a plain helper branching on them) and so do
+    something else on the whole batch, such as reduce over it. tf.vectorized_map costs
+    about 7 ms of graph building a use, nearly half of a small program's trace
+    (Fibonacci: 9 uses, 0.06 of 0.14 s), and is kept for everything else. Decided once
+    per signature.
     """
 
     def __init__(self, function: Callable):
@@ -111,21 +115,27 @@ class _ElementwiseCheck:
             return False
         if len({leaf.shape[0] for leaf in leaves}) != 1:
             return False
-        key = tuple(leaf.dtype for leaf in leaves)
+        key = (leaves[0].shape[0], *(leaf.dtype for leaf in leaves))
         if key not in self.verdicts:
-            self.verdicts[key] = self._scalar_ops_only(args, key)
+            self.verdicts[key] = self._scalar_ops_only(args, key[0], key[1:])
         return self.verdicts[key]
 
-    def _scalar_ops_only(self, args, dtypes) -> bool:
-        specs = iter([tf.TensorSpec((), dtype) for dtype in dtypes])
-        specs = tf.nest.map_structure(lambda _: next(specs), args)
+    def _scalar_ops_only(self, args, size: int, dtypes) -> bool:
+        def specs(shape):
+            leaves = iter([tf.TensorSpec(shape, dtype) for dtype in dtypes])
+            return tf.nest.map_structure(lambda _: next(leaves), args)
+
         try:
-            graph, _ = _one_example(self.function, specs)
+            example, example_outputs = _one_example(self.function, specs(()))
+            whole, whole_outputs = _one_example(self.function, specs((size,)))
         except Exception:  # the vectorized map raises it again, with its context
             return False
-        return all(
+        scalar_ops = all(
             op.type in _ELEMENTWISE_OPS and all(t.shape.rank == 0 for t in op.outputs)
-            for op in graph.get_operations()
+            for op in example.get_operations()
+        )
+        return scalar_ops and _fingerprint(example, example_outputs) == _fingerprint(
+            whole, whole_outputs
         )
 
     def call(self, args):
@@ -134,6 +144,27 @@ class _ElementwiseCheck:
         spread = lambda v: tf.broadcast_to(v, [size]) if v.shape.rank == 0 else v
         results = self.function(*args)
         return map_pattern(lambda v: spread(tf.convert_to_tensor(v)), results)
+
+
+def _fingerprint(graph, outputs) -> tuple:
+    """A graph's ops (types, attributes, wiring) and outputs, without its placeholders'
+    shapes: equal for two traces that ran the same operations on the same constants."""
+    ops = graph.get_operations()
+    index = {op.name: i for i, op in enumerate(ops)}
+    source = lambda t: (index.get(t.op.name), t.value_index)
+
+    def attributes(op):
+        if op.type == "Placeholder":
+            return ()
+        return tuple(
+            (name, value.SerializeToString(deterministic=True))
+            for name, value in sorted(op.node_def.attr.items())
+        )
+
+    described = tuple(
+        (op.type, tuple(source(t) for t in op.inputs), attributes(op)) for op in ops
+    )
+    return described, tuple(source(t) for t in tf.nest.flatten(outputs))
 
 
 def _foldable(tensor) -> bool:

@@ -145,7 +145,84 @@ def sync() -> None:
     return None
 
 
+# -- Python's scalar builtins on one example's value ---------------------------------
+# The frontend calls these for ``float(x)``, ``int(x)``, ``bool(x)``, ``min(a, b)`` and
+# ``max(a, b)`` in a batched function's own code: Python's builtins need one Python
+# value, which a batched value is not (its per-example view cannot convert itself).
+# The result is the Python scalar's NumPy dtype (float64, int64, bool).
+
+
+def _is_plain(x) -> bool:
+    """A Python or NumPy scalar, a string: a value the builtin itself can take."""
+    return isinstance(x, (str, bytes, bool, int, float, complex, np.generic))
+
+
+def _one_number(x, builtin: str):
+    if np.ndim(x):
+        raise TypeError(
+            f"{builtin}() of a per-example array (shape {np.shape(x)}): only a single "
+            f"number converts (as in NumPy); use x.astype(...) for arrays"
+        )
+    return x
+
+
+def to_float(x):
+    """``float(x)``."""
+    return float(x) if _is_plain(x) else _one_number(x, "float").astype(np.float64)
+
+
+def to_int(x):
+    """``int(x)``: truncates toward zero, as ``astype`` does."""
+    return int(x) if _is_plain(x) else _one_number(x, "int").astype(np.int64)
+
+
+def to_bool(x):
+    """``bool(x)``: Python's rule for arrays, as an ``if`` applies it (`truthy`)."""
+    return bool(x) if _is_plain(x) else truthy(x)
+
+
+def _extreme(builtin, replaces: str):
+    """``min``/``max`` of per-example numbers: the first extreme one, as Python picks it
+    (``min(a, b)`` is ``b if b < a else a``, so NaN handling follows Python's too)."""
+    name = builtin.__name__
+
+    def extreme(*args):
+        items = list(args[0]) if len(args) == 1 else list(args)
+        if all(_is_plain(x) for x in items):
+            return builtin(items)
+        if not items:
+            raise ValueError(f"{name}() arg is an empty sequence")
+        best = items[0]
+        for item in items[1:]:
+            for x in (best, item):
+                if np.ndim(x):
+                    raise TypeError(
+                        f"{name}() of per-example arrays (shape {np.shape(x)}): Python "
+                        f"compares them as one bool, which an array cannot be; use "
+                        f"np.{replaces}(a, b) for elementwise, np.{name}(v) for a reduction"
+                    )
+            better = item < best if name == "min" else item > best
+            best = np.where(better, item, best)
+        return best
+
+    extreme.__name__ = name
+    return extreme
+
+
+py_min = _extreme(min, "minimum")
+py_max = _extreme(max, "maximum")
+
+#: builtins whose calls the frontend sends to the per-example forms above
+BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
+                 min: "__pcb_min", max: "__pcb_max"}
+
+
 NAMESPACE = {
+    "__pcb_float": to_float,
+    "__pcb_int": to_int,
+    "__pcb_bool": to_bool,
+    "__pcb_min": py_min,
+    "__pcb_max": py_max,
     "__pcb_truthy": truthy,
     "__pcb_select": select,
     "__pcb_not": logical_not,

@@ -16,8 +16,10 @@ Example: ``return fib(n - 1) + fib(n - 2)`` becomes
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import inspect
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -168,6 +170,26 @@ class Translator:
             value = getattr(value, attr, _NOT_CONSTANT)
         return value
 
+    def builtin_form(self, node: ast.Call) -> str | None:
+        """The per-example form (`runtime.BUILTIN_FORMS`) of a call to Python's float, int,
+        bool, min or max by its builtin name, with positional arguments only; else None."""
+        func = node.func
+        if not isinstance(func, ast.Name) or func.id in self.locals or func.id in self.namespace:
+            return None
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        value = getattr(builtins, func.id, None)
+        return next((form for b, form in runtime.BUILTIN_FORMS.items() if b is value), None)
+
+    def reject_global_random(self) -> None:
+        """Random draws from a global generator cannot be per example (see `_draws_globally`)."""
+        for node in ast.walk(self.parsed.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            function = self.constant_of(node.func)
+            if function is not _NOT_CONSTANT and _draws_globally(function):
+                raise self.error(node, _GLOBAL_RANDOM_ADVICE.format(ast.unparse(node.func)))
+
     def calls(self, node: ast.expr, function: Callable) -> bool:
         """Whether ``node`` calls ``function`` (by any name or module path it has here)."""
         return isinstance(node, ast.Call) and self.constant_of(node.func) is function
@@ -177,6 +199,7 @@ class Translator:
 
     # -- statements ------------------------------------------------------------
     def function_body(self) -> None:
+        self.reject_global_random()
         self.body(self.parsed.tree.body)
 
     def body(self, statements: list) -> None:
@@ -489,7 +512,11 @@ class _Hoister(ast.NodeTransformer):
             return self._temp(self.t.call(node, None), node)
         if runtime.is_batched_primitive(self.t.constant_of(node.func)):
             return self._temp(self.t.batched_primitive_call(node), node)
-        return self.generic_visit(node)
+        form = self.t.builtin_form(node)
+        node = self.generic_visit(node)
+        if form is not None:
+            node.func = ast.copy_location(ast.Name(id=form, ctx=ast.Load()), node.func)
+        return node
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         if not _is_trivially_pure(node):
@@ -545,6 +572,38 @@ class _Hoister(ast.NodeTransformer):
         return node
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+
+_GLOBAL_RANDOM_ADVICE = (
+    "{} uses a random generator with hidden state: batched, it would be one "
+    "draw for all examples (NumPy) or a constant fixed when the program compiles (JAX, "
+    "TensorFlow). Pass the random numbers in as a batched argument (one row per "
+    "example), or pass a per-example seed and draw with "
+    "pcbatch.mcmc.random.uniform(seed, example, draw, tag, index, dtype) or "
+    "pcbatch.mcmc.random.normal(seed, example, draw, tag, size, dtype) (counter-based: "
+    "the numbers depend only on their arguments)"
+)
+
+#: TensorFlow modules whose functions draw from (or seed) a global or stateful generator
+_TF_STATEFUL_RANDOM = ("random_ops", "stateful_random_ops", "candidate_sampling_ops",
+                       "random_seed")
+
+
+def _draws_globally(function: Any) -> bool:
+    """Whether ``function`` draws from (or seeds, or makes) a generator with hidden state:
+    Python's `random`, `numpy.random` (module functions, RandomState, default_rng and
+    Generator methods), TensorFlow's stateful ``tf.random`` ops. Key-based draws
+    (``jax.random``, ``tf.random.stateless_*``) are pure functions and pass."""
+    owner = getattr(function, "__self__", None)
+    if isinstance(owner, (random.Random, np.random.RandomState, np.random.Generator)):
+        return True
+    module = str(getattr(function, "__module__", None) or "")
+    if module == "random" or module == "numpy.random" or module.startswith("numpy.random."):
+        return True
+    if module.startswith("tensorflow."):
+        last = module.rsplit(".", 1)[-1]
+        return last in _TF_STATEFUL_RANDOM or type(owner).__name__ == "Generator"
+    return False
 
 
 def _is_chain(node: ast.AST) -> bool:

@@ -53,6 +53,8 @@ _BOOL_OF_TRACED = (
 
 
 def _advice(error: Exception) -> str:
+    if type(error).__name__ == "BatchedValueError":
+        return ""  # pcbatch's own, which says what to write instead
     if type(error).__name__ in _BOOL_OF_TRACED:
         return (
             "A plain (undecorated) helper used a batched value as a Python bool (if, "

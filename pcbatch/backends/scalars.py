@@ -1,0 +1,59 @@
+"""ndarray behaviour shared by the per-example array views of every backend.
+
+`pcbatch.backends.batched_array.BatchedArray` (NumPy) and
+`pcbatch.backends.numpy_dispatch.Dispatched` (JAX, TensorFlow) both stand for ONE
+example's value; what an ndarray (or a NumPy scalar, which is what indexing one
+example's row gives) does with it is written here once, with NumPy calls that each
+view sends to its own library.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class BatchedValueError(TypeError):
+    """A batched value was used where one Python value is needed."""
+
+
+#: ndarray methods that are the same-named NumPy function applied to the array
+#: (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``); other attribute names are not
+#: turned into functions (``x.size`` is data, not ``np.size``).
+NDARRAY_FUNCTION_METHODS = frozenset(
+    """all any argmax argmin argsort clip conj conjugate cumprod cumsum diagonal dot max
+    mean min prod repeat round squeeze std sum swapaxes take trace var""".split()  # noqa: SIM905
+)
+
+#: the dtype of ``np.asarray(x.item())`` by the kind of ``x``'s dtype: a Python
+#: bool, int, float or complex, as NumPy stacks them
+_PYTHON_SCALAR_DTYPES = {
+    "b": np.dtype(bool),
+    "i": np.dtype(np.int64),
+    "u": np.dtype(np.int64),
+    "f": np.dtype(np.float64),
+    "c": np.dtype(np.complex128),
+}
+
+
+def as_python_scalar(x):
+    """``x.item()`` for one example: its only element, with the dtype NumPy gives the
+    Python scalar ``item()`` returns (float64 for any float, int64 for any integer)."""
+    if x.size != 1:
+        raise ValueError(
+            f"item() of a per-example value of shape {x.shape}: only an array of size 1 "
+            "converts to a Python scalar (as in NumPy)"
+        )
+    return x.reshape(()).astype(_PYTHON_SCALAR_DTYPES[x.dtype.kind])
+
+
+def as_python_round(x, ndigits=None):
+    """Python's ``round(x)`` / ``round(x, ndigits)`` on one example's NumPy scalar:
+    an int (int64) without ``ndigits``, ``x``'s dtype with it (both round half to even)."""
+    if x.ndim:
+        raise TypeError(
+            f"round() of a per-example array (shape {x.shape}): Python's round takes one "
+            "number (on an ndarray it raises); use np.round(x) or x.round() for arrays"
+        )
+    if ndigits is not None:
+        return np.round(x, ndigits)
+    return np.round(x).astype(np.int64)

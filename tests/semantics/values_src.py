@@ -1,0 +1,396 @@
+"""Per-example programs over the ndarray API and Python's builtins (tests/semantics/test_values.py).
+
+Each function is written for ONE example; parameters by name: ``v`` a float vector (3,),
+``m`` a float matrix (2, 3), ``x`` and ``y`` float scalars, ``n`` an int scalar.
+"""
+
+# ruff: noqa: E731
+import random
+
+import numpy as np
+
+import pcbatch.mcmc.random as counter_random
+
+try:
+    import tensorflow as tf
+except ImportError:  # pragma: no cover - the suite runs TensorFlow's cases where it is
+    tf = None
+
+# -- attributes ------------------------------------------------------------------
+
+
+def shape_tuple(m):
+    return np.zeros(m.shape) + m
+
+
+def shape_index(v):
+    return v.shape[0] * v
+
+
+def shape_negative_index(m):
+    return m.shape[-1] * m
+
+
+def ndim_attr(m):
+    return m.ndim + m
+
+
+def size_attr(m):
+    return m.size * m
+
+
+def dtype_attr(v):
+    return np.zeros(3, dtype=v.dtype) + v
+
+
+def transpose_attr(m):
+    return m.T
+
+
+def real_imag(v):
+    return v.real + v.imag
+
+
+# -- methods ---------------------------------------------------------------------
+
+
+def flatten(m):
+    return m.flatten()
+
+
+def ravel(m):
+    return m.ravel()
+
+
+def reshape_args(m):
+    return m.reshape(3, 2)
+
+
+def reshape_tuple(m):
+    return m.reshape((6,))
+
+
+def reshape_minus_one(m):
+    return m.reshape(-1)
+
+
+def astype(v):
+    return v.astype(np.int32)
+
+
+def sum_all(m):
+    return m.sum()
+
+
+def sum_axis(m):
+    return m.sum(axis=0)
+
+
+def sum_keepdims(m):
+    return m.sum(axis=1, keepdims=True)
+
+
+def mean_negative_axis(m):
+    return m.mean(axis=-1)
+
+
+def min_all(m):
+    return m.min()
+
+
+def max_axis(m):
+    return m.max(axis=0)
+
+
+def prod_all(m):
+    return m.prod()
+
+
+def any_all(m):
+    return (m > 0).any(), (m > 0).all(axis=1)
+
+
+def argmax_all(m):
+    return m.argmax()
+
+
+def argmax_axis(m):
+    return m.argmax(axis=1)
+
+
+def argmin_vector(v):
+    return v.argmin()
+
+
+def std_var(m):
+    return m.std(), m.var(axis=0)
+
+
+def cumsum_all(m):
+    return m.cumsum()
+
+
+def cumsum_axis(m):
+    return m.cumsum(axis=1)
+
+
+def copy_method(v):
+    return v.copy() * 2
+
+
+def item_float(x):
+    return x.item()
+
+
+def item_int(n):
+    return n.item()
+
+
+def clip_method(v):
+    return v.clip(-0.5, 0.5)
+
+
+def round_method(v):
+    return v.round(1)
+
+
+def dot_vector(v):
+    return v.dot(v)
+
+
+def dot_matrix(m, v):
+    return m.dot(v)
+
+
+def transpose_method(m):
+    return m.transpose()
+
+
+def transpose_axes(m):
+    return m.transpose(1, 0)
+
+
+def squeeze_method(m):
+    return m[None].squeeze()
+
+
+def squeeze_axis(v):
+    return v[None, :].squeeze(0)
+
+
+def more_methods(m, v):
+    return (
+        m.cumprod(axis=1),
+        v.argsort(),
+        v.repeat(2),
+        v.take(2),
+        m.trace(),
+        m.diagonal(),
+        m.swapaxes(0, 1),
+        v.conj(),
+    )
+
+
+def sort_in_place(v):
+    return v.sort()
+
+
+# -- builtins --------------------------------------------------------------------
+
+
+def len_vector(v):
+    return len(v) * v
+
+
+def len_matrix(m):
+    return len(m) + m
+
+
+def abs_vector(v):
+    return abs(v)
+
+
+def abs_scalar(x):
+    return abs(x)
+
+
+def round_scalar(x):
+    return round(x)
+
+
+def round_ndigits(x):
+    return round(x, 1)
+
+
+def round_int(n):
+    return round(n)
+
+
+def min_two(x, y):
+    return min(x, y)
+
+
+def max_with_number(x):
+    return max(x, 0.5)
+
+
+def min_three(x, y, n):
+    return min(x, y, n)
+
+
+def min_of_vector(v):
+    return min(v)
+
+
+def max_of_vector(v):
+    return max(v)
+
+
+def float_of_int(n):
+    return float(n)
+
+
+def int_of_float(x):
+    return int(x)
+
+
+def bool_of_float(x):
+    return bool(x)
+
+
+def float_of_string(x):
+    return min(x, float("inf"))
+
+
+# -- indexing and operators --------------------------------------------------------
+
+
+def index_int(v):
+    return v[0], v[-1]
+
+
+def index_slices(v):
+    return v[1:], v[::-1], v[-2:]
+
+
+def index_matrix(m):
+    return m[0, -1], m[-1], m[:, 1:]
+
+
+def index_ellipsis(m):
+    return m[..., 0]
+
+
+def index_none(v, m):
+    return v[None], m[:, None], m[None, ..., None]
+
+
+def comparisons(v, x, y):
+    return v < x, v == v, x >= y, v != 0.5
+
+
+def matmul(m, v):
+    return m @ v, v @ v, m @ m.T
+
+
+def unary(v):
+    return -v, +v, abs(-v)
+
+
+# -- rejected: Python raises on one example too ------------------------------------
+
+
+def round_vector(v):
+    return round(v)
+
+
+def float_of_vector(v):
+    return float(v)
+
+
+def min_of_vectors(v):
+    return min(v, v + 1)
+
+
+def len_of_scalar(x):
+    return len(x) + x
+
+
+def item_of_vector(v):
+    return v.item()
+
+
+# -- plain helpers that look at shapes, called on per-example scalars (D9) ---------
+
+
+def norm(v):
+    return np.sqrt(np.sum(v * v)) if np.ndim(v) > 0 else abs(v)
+
+
+def helper_norm(x):
+    return norm(x)
+
+
+def scaled_by_size(v):
+    return v * np.size(v)
+
+
+def helper_size(x):
+    return scaled_by_size(x)
+
+
+def helper_len_shape(x):
+    return x + len(np.shape(x))
+
+
+def helper_size_attribute(x):
+    return x * x.size
+
+
+def helper_ndim(x, y):
+    return x * np.ndim(y) + y
+
+
+# -- randomness ----------------------------------------------------------------------
+
+
+def counter_based_uniform(n):
+    return counter_random.uniform(7, n, 0, 1, 0, np.float64)
+
+
+def numpy_global_normal(x):
+    return x + np.random.normal()  # ERROR
+
+
+rng = np.random.default_rng(0)
+
+
+def numpy_generator_normal(x):
+    return x + rng.normal()  # ERROR
+
+
+def numpy_default_rng(x):
+    return x + np.random.default_rng(1).uniform()  # ERROR
+
+
+def python_random(x):
+    return x + random.random()  # ERROR
+
+
+def numpy_random_in_condition(x):
+    if np.random.uniform() < x:  # ERROR
+        return x
+    return -x
+
+
+def tensorflow_stateful_normal(x):
+    return x + tf.random.normal([], dtype=tf.float64)  # ERROR
+
+
+
+def as_python_float(v):
+    return float(v) * 2.0
+
+
+def helper_float(x):
+    return as_python_float(x)
