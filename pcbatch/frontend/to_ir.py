@@ -222,15 +222,20 @@ class Translator:
         start = self.value(args[0]) if len(args) > 1 else self.fb.const(0, out=self.fresh())
         stop = self.value(args[1] if len(args) > 1 else args[0])
         step = self.value(args[2]) if len(args) == 3 else self.fb.const(1, out=self.fresh())
-        counter = self.fresh()
-        self.fb.copy(start, out=counter)
+        # The counter is a Python int per example (weak): `uint8_x + i` stays uint8.
+        counter = self.fb.prim(
+            runtime.python_int, start, out=self.fresh(), name="range_start", per_example=True
+        )
         with self.fb.loop():
             more = self.fb.prim(
                 _range_continues, counter, stop, step, out=self.fresh(), name="range_test"
             )
             self.fb.break_unless(more)
             self.fb.copy(counter, out=stmt.target.id)
-            self.fb.prim(np.add, counter, step, out=counter, name="range_next")
+            self.fb.prim(
+                runtime.range_next, counter, step, out=counter, name="range_next",
+                per_example=True,
+            )
             self.body(stmt.body)
 
     def stmt_Break(self, stmt) -> None:
@@ -258,6 +263,8 @@ class Translator:
                 return self.call(node, out)
             if isinstance(node, ast.Constant):
                 return self.fb.const(node.value, out=self.out(out))
+            if isinstance(node, ast.IfExp) and _literal_arms(node):
+                return self.short_circuit(node, out)  # a weak result: see _literal_arms
             if isinstance(node, (ast.BoolOp, ast.IfExp)) and not _is_trivially_pure(node):
                 return self.short_circuit(node, out)
             if _is_chain(node) and not _is_trivially_pure(node):
@@ -419,6 +426,18 @@ class _Hoister(ast.NodeTransformer):
         return node
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+
+def _is_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (bool, int, float, complex)
+
+
+def _literal_arms(node: ast.IfExp) -> bool:
+    """``1 if c else 2.5``: each example's value is a Python scalar (weak, NEP 50), which
+    a variable keeps only if each arm assigns its literal (control flow, not a select)."""
+    return _is_literal(node.body) and _is_literal(node.orelse)
 
 
 def _is_chain(node: ast.AST) -> bool:
