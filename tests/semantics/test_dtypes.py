@@ -146,6 +146,33 @@ def wrap_then_halve(x, n):
     return x
 
 
+@ctx.batch
+def mixed_operands(x, n):
+    a = x.astype(np.int8)
+    acc = 0.0
+    for i in range(n):
+        acc = i * a + np.float32(0.5)
+    return acc
+
+
+@ctx.batch
+def scale_by(x, k=3):
+    return x * k
+
+
+@ctx.batch
+def call_with_literal(x):
+    return scale_by(x, 2) + scale_by(x)
+
+
+@ctx.batch
+def weak_only_division(x, n):
+    h = 0
+    for i in range(n):
+        h = h + i / 2
+    return h * x
+
+
 FLOATS = ("float32", "float16")
 INTS = ("int32", "uint8", "int8")
 ALL = (*FLOATS, *INTS, "bool")
@@ -169,6 +196,9 @@ TABLE = {
     compare_big_literal: (FLOATS + INTS, False),
     negate_counter: (("float32", "int32", "int8"), True),
     wrap_then_halve: (("uint8", "int8", "int32"), True),
+    mixed_operands: (("int32", "float32"), "small"),
+    call_with_literal: (ALL, False),
+    weak_only_division: (FLOATS + INTS, True),
 }
 
 
@@ -201,9 +231,15 @@ def _arguments(dtype: str, takes_n) -> list:
 
 
 def _per_example(program, args: list) -> list:
+    """The plain function on each example (NumPy scalars); batched functions it calls run
+    as plain Python too, as inside ``dry_run``."""
     size = len(args[0])
-    with np.errstate(over="ignore"):
-        return [program.python_function(*(a[i] for a in args)) for i in range(size)]
+    pcbatch.api._dry_run.depth = getattr(pcbatch.api._dry_run, "depth", 0) + 1
+    try:
+        with np.errstate(over="ignore"):
+            return [program.python_function(*(a[i] for a in args)) for i in range(size)]
+    finally:
+        pcbatch.api._dry_run.depth -= 1
 
 
 def _tolerance(dtype: np.dtype) -> float:
