@@ -293,9 +293,9 @@ class _Inference:
                 return op
             if op.vars_in and all(v in self.types for v in op.vars_in):
                 op = with_weak_inputs(op, [self.types[v] for v in op.vars_in])
-            self.check_literal(op)
             return op
 
+        self.check_literals()
         functions = []
         for function in self.program.functions:
             blocks = tuple(
@@ -305,22 +305,45 @@ class _Inference:
             functions.append(dataclasses.replace(function, graph=ControlFlowGraph(blocks)))
         return self.program.replace(functions=tuple(functions), var_types=self.types)
 
-    def check_literal(self, op: PrimOp) -> None:
-        """A literal stored in a variable of a strong dtype must keep its value there."""
-        weak = getattr(op.function, "weak_results", None)
-        if weak is None or op.vars_in:
-            return
-        values, names = flatten(op.function()), flatten(op.vars_out)
-        for value, name, is_literal in zip(values, names, flatten(weak)):
-            t = self.types[name].tensors if name in self.types else None
-            if not is_literal or t is None or is_weak(t) or _holds(t.dtype, value):
+    def check_literals(self) -> None:
+        """A literal that reaches a variable of a strong dtype (directly, by copies such as
+        a ``return``, or as a call's argument) must keep its value there."""
+        literals: dict = {}  # variable -> [(value, loc)] of the literals it may hold
+        edges = []  # (source, target): a copy or an argument / result passing
+        for function in self.program.functions:
+            for block in function.graph:
+                for op in block.instructions:
+                    self.literal_flow(op, literals, edges)
+        changed = True
+        while changed:
+            changed = False
+            for source, target in edges:
+                for literal in literals.get(source, ()):
+                    if literal not in literals.setdefault(target, []):
+                        literals[target].append(literal)
+                        changed = True
+        for var, found in literals.items():
+            t = self.types[var].tensors if var in self.types else None
+            if not isinstance(t, TensorType) or is_weak(t):
                 continue
-            raise TypeInferenceError(
-                f"the literal {value.item()!r}{where(op.loc)} goes into {name!r}, whose "
-                f"other definitions make it {np.dtype(t.dtype).name}, which cannot hold "
-                f"it (NumPy 2 raises OverflowError on such a mix); convert one side "
-                f"explicitly, e.g. np.int64({value.item()!r}) or x.astype(np.int64)"
-            )
+            for value, loc in found:
+                if not _holds(t.dtype, value):
+                    raise _literal_does_not_fit(value, loc, var, t)
+
+    def literal_flow(self, op, literals: dict, edges: list) -> None:
+        if isinstance(op, FunctionCallOp):
+            callee = self.program.function(op.function)
+            edges.extend(zip(op.vars_in, callee.vars_in))
+            edges.extend(zip(callee.vars_out, flatten(op.vars_out)))
+            return
+        weak = getattr(op.function, "weak_results", None)
+        if weak is not None and not op.vars_in:
+            values, names = flatten(op.function()), flatten(op.vars_out)
+            for value, name, is_literal in zip(values, names, flatten(weak)):
+                if is_literal:
+                    literals.setdefault(name, []).append((value.item(), op.loc))
+        elif op.is_copy and len(op.vars_in) == len(flatten(op.vars_out)):
+            edges.extend(zip(op.vars_in, flatten(op.vars_out)))
 
     def check_complete(self) -> None:
         for function in self.program.functions:
@@ -337,15 +360,27 @@ class _Inference:
                             )
 
 
-def _holds(dtype, value: np.ndarray) -> bool:
+def _holds(dtype, value) -> bool:
+    """Whether the Python scalar ``value`` converts to ``dtype`` without overflow."""
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return bool(np.all((value >= info.min) & (value <= info.max)))
-    if dtype.kind == "f":
+        return info.min <= value <= info.max
+    if dtype.kind == "f" and isinstance(value, (int, float)):
         with np.errstate(all="ignore"):
-            return bool(np.all(np.isfinite(value.astype(dtype)) | ~np.isfinite(value)))
+            return bool(np.isfinite(dtype.type(value))) or not np.isfinite(value)
     return True
+
+
+def _literal_does_not_fit(value, loc, var: str, t: TensorType) -> TypeInferenceError:
+    local = var.split(".", 1)[-1]
+    name = "the result" if local.startswith("__ret") else repr(local)
+    return TypeInferenceError(
+        f"the literal {value!r}{where(loc)} goes into {name}, whose other definitions "
+        f"make it {np.dtype(t.dtype).name}, which cannot hold it (NumPy 2 raises "
+        f"OverflowError when such a literal meets that dtype); convert one side "
+        f"explicitly, e.g. np.int64({value!r}) or x.astype(np.int64)"
+    )
 
 
 def with_weak_inputs(op: PrimOp, in_types: Sequence[Type]) -> PrimOp:

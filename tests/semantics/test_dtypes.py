@@ -10,6 +10,8 @@ array, and the literal converted to it for one whose result is a Python scalar.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -296,9 +298,42 @@ def literal_too_big(x):
     return y
 
 
-def test_literal_that_the_merged_dtype_cannot_hold_is_an_error_at_its_line():
+@ctx.batch
+def return_too_big(x):
+    if x > 0:
+        return 300
+    return x
+
+
+@ctx.batch
+def add_one(y):
+    return y + 1
+
+
+@ctx.batch
+def pass_too_big(x):
+    return add_one(x) + add_one(70000)
+
+
+@pytest.mark.parametrize(
+    ("program", "x", "literal", "dtype"),
+    [
+        (literal_too_big, np.array([1, 2], np.uint8), 300, "uint8"),
+        (return_too_big, np.array([1, 2], np.int8), 300, "int8"),
+        (pass_too_big, np.array([1, 2], np.int16), 70000, "int16"),
+        (return_too_big, np.array([1, 2], np.float16), None, None),  # 300 fits float16
+    ],
+)
+def test_literal_that_the_merged_dtype_cannot_hold_is_an_error_at_its_line(
+    program, x, literal, dtype
+):
+    if literal is None:
+        assert program(x).dtype == x.dtype
+        return
     with pytest.raises(pcbatch.TypeInferenceError) as info:
-        literal_too_big(np.array([1, 2], np.uint8))
+        program(x)
     message = str(info.value)
-    assert "literal 300" in message and "uint8" in message
-    assert "test_dtypes.py" in message
+    assert f"literal {literal}" in message and dtype in message
+    source, first = inspect.getsourcelines(program.python_function)
+    line = first + next(i for i, text in enumerate(source) if str(literal) in text)
+    assert f"test_dtypes.py:{line}" in message
