@@ -64,6 +64,8 @@ def python_int(x):
 
     if isinstance(x, (int, np.integer)) or (isinstance(x, np.ndarray) and x.ndim == 0):
         return operator.index(x)
+    if np.dtype(x.dtype).kind not in "biu":  # as Python's range: no floats
+        raise TypeError(f"range() arguments must be integers, not {np.dtype(x.dtype).name}")
     return weak.mark(x.astype(int))
 
 

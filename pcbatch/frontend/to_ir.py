@@ -220,7 +220,10 @@ class Translator:
     def stmt_For(self, stmt: ast.For) -> None:
         args = stmt.iter.args
         start = self.value(args[0]) if len(args) > 1 else self.fb.const(0, out=self.fresh())
-        stop = self.value(args[1] if len(args) > 1 else args[0])
+        stop = self.fb.prim(
+            runtime.python_int, self.value(args[1] if len(args) > 1 else args[0]),
+            out=self.fresh(), name="range_stop", per_example=True,
+        )
         step = self.value(args[2]) if len(args) == 3 else self.fb.const(1, out=self.fresh())
         # The counter is a Python int per example (weak): `uint8_x + i` stays uint8.
         counter = self.fb.prim(

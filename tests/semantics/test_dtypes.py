@@ -337,3 +337,21 @@ def test_literal_that_the_merged_dtype_cannot_hold_is_an_error_at_its_line(
     source, first = inspect.getsourcelines(program.python_function)
     line = first + next(i for i, text in enumerate(source) if str(literal) in text)
     assert f"test_dtypes.py:{line}" in message
+
+
+@ctx.batch
+def float_range(x):
+    s = 0
+    for i in range(x):
+        s = s + i
+    return s
+
+
+@backends.backend_param
+def test_range_of_floats_is_an_error_at_its_line(backend_name):
+    """Python's range takes integers only (was: a float counter, silently)."""
+    with pytest.raises(pcbatch.TypeInferenceError, match="range.. arguments must be integers"):
+        float_range(np.array([2.5, 3.0]), backend=backends.backend(backend_name))
+    np.testing.assert_array_equal(
+        float_range(np.array([3, 4], np.uint8), backend=backends.backend(backend_name)), [3, 6]
+    )
