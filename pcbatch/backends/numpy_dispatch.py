@@ -101,6 +101,8 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         inputs = unwrap(inputs)
         if ufunc is np.true_divide:
             inputs = _float_division(inputs, self.xp)
+        if ufunc.__name__ in _COMPARISONS:
+            inputs = _exact_int_comparison(inputs, self.xp)
         return self._wrap(function(*_weak_scalars(inputs), **unwrap(kwargs)))
 
     def __array_function__(self, func, types, args, kwargs):
@@ -157,6 +159,23 @@ def _float_division(inputs: tuple, xp) -> tuple:
     if not arrays or not kinds <= set("biu"):
         return inputs
     return tuple(xp.asarray(x, dtype=float) if _is_foreign_array(x) else x for x in inputs)
+
+
+_COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
+
+
+def _exact_int_comparison(inputs: tuple, xp) -> tuple:
+    """NumPy 2 compares an integer array with a Python int out of its dtype's range
+    exactly (``uint8_x < 300`` is True); JAX and TensorFlow would fail to convert the int.
+    Such a comparison runs in int64 instead (values below 2**63 compare the same)."""
+    ints = [x for x in inputs if type(x) is int]
+    arrays = [x for x in inputs if _is_foreign_array(x)]
+    kinds = [np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype)) for x in arrays]
+    if not ints or not kinds or any(d.kind not in "iu" for d in kinds):
+        return inputs
+    if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in ints for d in kinds):
+        return inputs
+    return tuple(xp.asarray(x, dtype=np.int64) if _is_foreign_array(x) else x for x in inputs)
 
 
 def _weak_scalars(inputs: tuple) -> tuple:

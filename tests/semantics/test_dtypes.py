@@ -126,6 +126,11 @@ def compare_big_literal(x):
 
 
 @ctx.batch
+def compare_inline(x):
+    return (x < 300) & (x > -200)
+
+
+@ctx.batch
 def negate_counter(x, n):
     acc = x
     for i in range(n):
@@ -196,6 +201,7 @@ TABLE = {
     return_literal_or_x: (FLOATS + INTS, False),
     return_float_literal_or_x: (FLOATS + INTS, False),
     compare_big_literal: (FLOATS + INTS, False),
+    compare_inline: (FLOATS + INTS, False),
     negate_counter: (("float32", "int32", "int8"), True),
     wrap_then_halve: (("uint8", "int8", "int32"), True),
     mixed_operands: (("int32", "float32"), "small"),
