@@ -54,7 +54,7 @@ from pcbatch.ir.nodes import (
     ReturnOp,
     SourceLoc,
 )
-from pcbatch.ir.types import flatten, is_pattern_node, map_pattern
+from pcbatch.ir.types import flatten, is_pattern_node, is_python_scalar, map_pattern
 
 _THIS_FILE = os.path.normcase(os.path.abspath(__file__))
 _RESULT_PREFIX = "__ret"
@@ -250,12 +250,20 @@ class FunctionBuilder:
         return out
 
     def const(self, value: Any, *, out: str | None = None) -> Any:
-        """Emits ``out = value``: a primitive with no inputs (broadcast to every thread)."""
+        """Emits ``out = value``: a primitive with no inputs (broadcast to every thread).
+
+        A Python ``bool``/``int``/``float``/``complex`` is typed weak, as NumPy 2 treats
+        it: it takes the dtype of the arrays it meets (`pcbatch.ir.types.WeakTensorType`).
+        """
         loc = self._here()
+        weak = map_pattern(is_python_scalar, value)
         value = map_pattern(np.asarray, value)
         out = self._fresh_temp() if out is None else out
         vars_out = self._write_pattern(out)
-        op = PrimOp((), vars_out, lambda: value, frozenset(), loc, _constant_label(value))
+        constant = lambda: value  # noqa: E731
+        # Python scalars are weak (NEP 50): type inference reads this (see ir.types).
+        constant.weak_results = weak
+        op = PrimOp((), vars_out, constant, frozenset(), loc, _constant_label(value))
         self._emit(op)
         return out
 

@@ -17,6 +17,7 @@ function) raises, because each example may decide differently.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import warnings
 from collections.abc import Callable
@@ -39,6 +40,7 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
     """An array of shape ``[batch, *shape]`` that acts like one example of shape ``shape``."""
 
     __slots__ = ("data",)
+    weak = False  # True on the weak subclass (`pcbatch.backends.weak`)
 
     def __init__(self, data: Any):
         self.data = data if type(data) is np.ndarray else np.asarray(data)
@@ -162,6 +164,10 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if any(type(x) is WeakBatchedArray for x in inputs):
+            inputs, weak_result = _nep50(ufunc.__name__, inputs)
+            result = self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+            return _as_weak(result) if weak_result else result
         if method == "__call__" and not kwargs and ufunc.signature is None:
             raw = _same_rank_data(inputs, self.data.ndim)
             if raw is not None:  # the common case, kept cheap: no alignment needed
@@ -183,6 +189,33 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
             if result is not NotImplemented:
                 return result
         return _per_example(func, args, kwargs)
+
+
+class WeakBatchedArray(BatchedArray):
+    """A `BatchedArray` whose examples are Python scalars (weak, NEP 50): see
+    `pcbatch.backends.weak`. Ufuncs convert it to the dtype of the strong operands it
+    meets; between weak operands the result is weak again."""
+
+    __slots__ = ()
+    weak = True
+
+    def __repr__(self) -> str:
+        return "Weak" + super().__repr__()
+
+
+def _nep50(name: str, inputs) -> tuple:
+    from pcbatch.backends import weak
+
+    convert = lambda x, dtype: BatchedArray(x.data.astype(dtype))  # noqa: E731
+    inputs, weak_result = weak.convert_operands(name, tuple(inputs), convert)
+    strip = lambda x: BatchedArray(x.data) if type(x) is WeakBatchedArray else x  # noqa: E731
+    return tuple(strip(x) for x in inputs), weak_result
+
+
+def _as_weak(result):
+    if isinstance(result, tuple):
+        return tuple(_as_weak(r) for r in result)
+    return WeakBatchedArray(result.data) if type(result) is BatchedArray else result
 
 
 # ---------------------------------------------------------------------------
@@ -292,6 +325,8 @@ def _leaves(values):
 
 def _take(values: tuple, i: int) -> tuple:
     def one(v):
+        if type(v) is WeakBatchedArray:
+            return v.data[i].item()  # one example of a weak value: a Python scalar
         if isinstance(v, BatchedArray):
             return v.data[i]
         if is_pattern_node(v):
@@ -356,6 +391,13 @@ def _argreduction(func, args, kwargs):
 def _elementwise(func, args, kwargs):
     if any(isinstance(v, BatchedArray) for v in kwargs.values()):
         return NotImplemented
+    if any(type(v) is WeakBatchedArray for v in args):
+        # np.where's condition says nothing about the values' dtype
+        values = args[1:] if func is np.where else args
+        values, weak_result = _nep50(func.__name__, values)
+        args = (args[0], *values) if func is np.where else values
+        result = _elementwise(func, args, kwargs)
+        return _as_weak(result) if weak_result else result
     batched = next((v for v in args if isinstance(v, BatchedArray)), None)
     raw = None if batched is None else _same_rank_data(args, batched.data.ndim)
     if raw is not None:
@@ -454,6 +496,7 @@ _warned: set = set()
 
 
 def _warn_slow(function: Callable, error: Exception) -> None:
+    function = inspect.unwrap(function)  # the user's own function, not a pcbatch wrapper
     code = getattr(function, "__code__", None)
     key = id(code) if code is not None else id(function)
     if key in _warned:

@@ -30,6 +30,7 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
     """An array of another library, dressed so NumPy calls reach that library."""
 
     __slots__ = ("value", "xp")
+    weak = False  # True on the weak subclass (`pcbatch.backends.weak`)
 
     def __init__(self, value: Any, xp):
         self.value = value
@@ -147,12 +148,21 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         return wrap(value, self.xp)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if any(type(x) is WeakDispatched for x in inputs):
+            inputs, weak_result = _nep50(ufunc.__name__, inputs)
+            result = self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+            return _as_weak(result) if weak_result else result
         function = getattr(self.xp, ufunc.__name__, None)
         if function is None and ufunc.__name__ in _UFUNC_ALIASES:
             function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)
         if method != "__call__" or function is None:
             return NotImplemented
-        return self._wrap(function(*_weak_scalars(unwrap(inputs)), **unwrap(kwargs)))
+        inputs = unwrap(inputs)
+        if ufunc is np.true_divide:
+            inputs = _float_division(inputs, self.xp)
+        if ufunc.__name__ in _COMPARISONS:
+            inputs = _exact_int_comparison(inputs, self.xp)
+        return self._wrap(function(*_weak_scalars(inputs), **unwrap(kwargs)))
 
     def __array_function__(self, func, types, args, kwargs):
         target = _counterpart(func, self.xp)
@@ -163,10 +173,68 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
             )
         renamed = _RENAMED.get(self.xp.__name__, {})
         kwargs = {renamed.get((func.__name__, k), k): v for k, v in kwargs.items()}
+        weak_result = False
+        if func in (np.where, np.clip) and any(type(x) is WeakDispatched for x in args):
+            values = args[1:] if func is np.where else args
+            values, weak_result = _nep50(func.__name__, values)
+            args = (args[0], *values) if func is np.where else values
         args = unwrap(args)
         if func in (np.where, np.clip):
             args = _weak_scalars(args)
+        if weak_result:
+            return _as_weak(self._wrap(target(*args, **unwrap(kwargs))))
         return self._wrap(target(*args, **unwrap(kwargs)))
+
+
+class WeakDispatched(Dispatched):
+    """A `Dispatched` value whose examples are Python scalars (weak, NEP 50): see
+    `pcbatch.backends.weak`."""
+
+    __slots__ = ()
+    weak = True
+
+
+def _nep50(name: str, inputs) -> tuple:
+    from pcbatch.backends import weak
+
+    convert = lambda x, dtype: Dispatched(x.xp.asarray(x.value, dtype=dtype), x.xp)  # noqa: E731
+    inputs, weak_result = weak.convert_operands(name, tuple(inputs), convert)
+    strip = lambda x: Dispatched(x.value, x.xp) if type(x) is WeakDispatched else x  # noqa: E731
+    return tuple(strip(x) for x in inputs), weak_result
+
+
+def _as_weak(result):
+    if isinstance(result, tuple):
+        return tuple(_as_weak(r) for r in result)
+    return WeakDispatched(result.value, result.xp) if type(result) is Dispatched else result
+
+
+def _float_division(inputs: tuple, xp) -> tuple:
+    """NumPy divides integers (and bools) in float64; JAX's ``int32 / int32`` is float32,
+    and TensorFlow's ``uint8 / uint8`` too. Integer operands are made the default float
+    first (float64; under JAX without x64 float32, its float)."""
+    arrays = [x for x in inputs if _is_foreign_array(x)]
+    kinds = {np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype)).kind for x in arrays}
+    if not arrays or not kinds <= set("biu"):
+        return inputs
+    return tuple(xp.asarray(x, dtype=float) if _is_foreign_array(x) else x for x in inputs)
+
+
+_COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
+
+
+def _exact_int_comparison(inputs: tuple, xp) -> tuple:
+    """NumPy 2 compares an integer array with a Python int out of its dtype's range
+    exactly (``uint8_x < 300`` is True); JAX and TensorFlow would fail to convert the int.
+    Such a comparison runs in int64 instead (values below 2**63 compare the same)."""
+    ints = [x for x in inputs if type(x) is int]
+    arrays = [x for x in inputs if _is_foreign_array(x)]
+    kinds = [np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype)) for x in arrays]
+    if not ints or not kinds or any(d.kind not in "iu" for d in kinds):
+        return inputs
+    if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in ints for d in kinds):
+        return inputs
+    return tuple(xp.asarray(x, dtype=np.int64) if _is_foreign_array(x) else x for x in inputs)
 
 
 def _weak_scalars(inputs: tuple) -> tuple:

@@ -7,6 +7,8 @@ become these NumPy forms, and a branch condition becomes one bool per example.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from pcbatch.errors import ConditionShapeError
@@ -81,9 +83,49 @@ def is_batched_primitive(value) -> bool:
     return getattr(value, "__pcbatch_batched_primitive__", False) is True
 
 
+def python_int(x):
+    """``x`` as the Python int that ``range`` gives per example (weak, NEP 50).
+
+    On one example: ``operator.index(x)``. Batched: the batch as the default int
+    dtype, marked weak (`pcbatch.backends.weak`), so ``uint8_x + i`` stays uint8.
+    """
+    from pcbatch.backends import weak
+
+    if isinstance(x, (int, np.integer)) or (isinstance(x, np.ndarray) and x.ndim == 0):
+        return operator.index(x)
+    if np.dtype(x.dtype).kind not in "biu":  # as Python's range: no floats
+        raise TypeError(f"range() arguments must be integers, not {np.dtype(x.dtype).name}")
+    return weak.mark(x.astype(int))
+
+
+def range_next(counter, step):
+    """The next value of a ``range`` counter: Python int arithmetic (never wraps)."""
+    return python_int(counter) + python_int(step)
+
+
+python_int.weak_results = True  # always a Python int per example (type inference)
+range_next.weak_results = True
+
+
 def select(condition, if_true, if_false):
-    """``if_true if condition else if_false`` with both sides already evaluated."""
-    return np.where(truthy(condition), if_true, if_false)
+    """``if_true if condition else if_false`` with both sides already evaluated.
+
+    Between two Python scalars (weak values, NEP 50) the result is weak too, as each
+    example's is: ``(1 if c else 2.5) * float32_x`` stays float32.
+    """
+    from pcbatch.backends import weak
+
+    if not (_is_weak(if_true) and _is_weak(if_false)):
+        return np.where(truthy(condition), if_true, if_false)
+    if isinstance(condition, (bool, np.bool_, np.ndarray, np.generic)):  # one example
+        return if_true if truthy(condition) else if_false
+    return weak.mark(np.where(truthy(condition), if_true, if_false))
+
+
+def _is_weak(x) -> bool:
+    from pcbatch.backends import weak
+
+    return weak.is_marked(x) or type(x) in (bool, int, float, complex)
 
 
 def logical_not(x):

@@ -308,26 +308,37 @@ class Translator:
             self.body(stmt.body)
 
     def stmt_For(self, stmt: ast.For) -> None:
-        """``for i in range(...)``: the arguments evaluated once, before the loop, into
-        temporaries (rebinding a bound variable in the body changes nothing); a counter of
-        its own, copied to ``i`` at each iteration's start (rebinding ``i`` in the body
-        changes nothing either); after the loop ``i`` holds the last value it took."""
-        args = [self.value(a, out=self.fresh()) for a in stmt.iter.args]
-        start = args[0] if len(args) > 1 else self.fb.const(0, out=self.fresh())
-        stop = args[1] if len(args) > 1 else args[0]
-        step = args[2] if len(args) == 3 else self.fb.const(1, out=self.fresh())
-        if len(args) == 3 and not _is_number_literal(stmt.iter.args[2]):
-            check = runtime.RangeStepCheck(str(self.loc(stmt.iter)))
-            self.fb.prim(check, step, out=step, name="range_step_check")
-        counter = self.fresh()
-        self.fb.copy(start, out=counter)
+        """``for i in range(...)``: the arguments evaluated once, before the loop (rebinding
+        a bound variable in the body changes nothing); a counter of its own, a Python int
+        per example (weak: ``uint8_x + i`` stays uint8), copied to ``i`` at each
+        iteration's start (rebinding ``i`` in the body changes nothing either); after the
+        loop ``i`` holds the last value it took."""
+        args = stmt.iter.args
+        start = self.value(args[0]) if len(args) > 1 else self.fb.const(0, out=self.fresh())
+        stop = self.fb.prim(
+            runtime.python_int, self.value(args[1] if len(args) > 1 else args[0]),
+            out=self.fresh(), name="range_stop", per_example=True,
+        )
+        if len(args) == 3:
+            step = self.value(args[2], out=self.fresh())
+            if not _is_number_literal(args[2]):
+                check = runtime.RangeStepCheck(str(self.loc(stmt.iter)))
+                self.fb.prim(check, step, out=step, name="range_step_check")
+        else:
+            step = self.fb.const(1, out=self.fresh())
+        counter = self.fb.prim(
+            runtime.python_int, start, out=self.fresh(), name="range_start", per_example=True
+        )
         with self.fb.loop():
             more = self.fb.prim(
                 _range_continues, counter, stop, step, out=self.fresh(), name="range_test"
             )
             self.fb.break_unless(more)
             self.fb.copy(counter, out=stmt.target.id)
-            self.fb.prim(np.add, counter, step, out=counter, name="range_next")
+            self.fb.prim(
+                runtime.range_next, counter, step, out=counter, name="range_next",
+                per_example=True,
+            )
             self.body(stmt.body)
 
     def stmt_Break(self, stmt) -> None:
@@ -355,6 +366,8 @@ class Translator:
                 return self.call(node, out)
             if isinstance(node, ast.Constant):
                 return self.fb.const(node.value, out=self.out(out))
+            if isinstance(node, ast.IfExp) and _literal_arms(node):
+                return self.short_circuit(node, out)  # a weak result: see _literal_arms
             if isinstance(node, (ast.BoolOp, ast.IfExp)) and not _is_trivially_pure(node):
                 return self.short_circuit(node, out)
             if _is_chain(node) and not _is_trivially_pure(node):
@@ -604,6 +617,18 @@ def _draws_globally(function: Any) -> bool:
         last = module.rsplit(".", 1)[-1]
         return last in _TF_STATEFUL_RANDOM or type(owner).__name__ == "Generator"
     return False
+
+
+def _is_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (bool, int, float, complex)
+
+
+def _literal_arms(node: ast.IfExp) -> bool:
+    """``1 if c else 2.5``: each example's value is a Python scalar (weak, NEP 50), which
+    a variable keeps only if each arm assigns its literal (control flow, not a select)."""
+    return _is_literal(node.body) and _is_literal(node.orelse)
 
 
 def _is_chain(node: ast.AST) -> bool:

@@ -27,6 +27,62 @@ class TensorType(NamedTuple):
         return f"{np.dtype(self.dtype).name}[{dims}]"
 
 
+class WeakTensorType(TensorType):
+    """The type of a value that is a Python scalar in each example (NEP 50's "weak" scalar).
+
+    A literal (``acc = 0``), a ``range`` counter, or Python arithmetic on such values:
+    per example they are Python ``int``/``float``/``bool``/``complex``, which take the
+    dtype of the array they meet (``uint8_x + i`` stays uint8, ``float32_x + 0`` float32).
+    The dtype is where the batch stores them (the kind's default: int64, float64, ...).
+    A subclass with no fields of its own, so it unpacks into ``(dtype, shape)`` like any
+    `TensorType`; note that it compares equal to the strong type of the same dtype and
+    shape, so code that must tell them apart uses `type_key`.
+    """
+
+    def __repr__(self) -> str:
+        return "weak " + super().__repr__()
+
+
+def is_weak(t: Any) -> bool:
+    return isinstance(t, WeakTensorType)
+
+
+def is_python_scalar(x: Any) -> bool:
+    """A Python bool, int, float or complex (not a NumPy scalar, which subclasses some)."""
+    return type(x) in (bool, int, float, complex)
+
+
+def python_scalar_of(dtype: Any) -> Any:
+    """A Python scalar of ``dtype``'s kind: what NumPy treats as weak in promotion."""
+    kind = np.dtype(dtype).kind
+    return {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1j}.get(kind, 1)
+
+
+def merge_weak_dtypes(a: TensorType, b: TensorType) -> tuple:
+    """The dtype (and weakness) of a variable with definitions of types ``a`` and ``b``.
+
+    Two strong dtypes promote as NumPy promotes them; a weak one takes the strong one's
+    dtype where NumPy 2 would convert it so (``0`` beside float32: float32), and the
+    default of a higher kind otherwise (``2.5`` beside int32: float64); two weak ones
+    stay weak (an int and a float: a float).
+    """
+    if is_weak(a) and is_weak(b):
+        return np.result_type(a.dtype, b.dtype), True
+    if is_weak(a) or is_weak(b):
+        weak, strong = (a, b) if is_weak(a) else (b, a)
+        return np.result_type(strong.dtype, python_scalar_of(weak.dtype)), False
+    return None, False
+
+
+def type_key(pattern: Any) -> Any:
+    """A hashable key of a type pattern that tells weak leaves from strong ones."""
+    if isinstance(pattern, Type):
+        pattern = pattern.tensors
+    if is_pattern_node(pattern):
+        return tuple(type_key(p) for p in pattern)
+    return (is_weak(pattern), np.dtype(pattern.dtype).str, tuple(pattern.shape))
+
+
 class Type(NamedTuple):
     """The type of a VM variable: a pattern of `TensorType` leaves."""
 

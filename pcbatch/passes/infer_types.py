@@ -12,6 +12,15 @@ result types are learned by running it on dummy inputs of its input types.
 Definitions of one variable merge (NumPy dtype promotion, broadcast shapes),
 so types only widen and the iteration ends.
 
+Python scalars are weak, as in NumPy 2 (NEP 50): a literal, a ``range`` counter,
+and a per-example primitive that gives a Python scalar from such values alone
+are typed `WeakTensorType`; a definition merges into a strong one as NumPy
+would convert the scalar (``acc = 0`` then ``acc = acc + x`` with float32 ``x``:
+float32), and a primitive reading weak and strong values gets the weak ones
+marked (`pcbatch.backends.weak`), so it computes as the user's code does on one
+example (``uint8_x + i`` wraps in uint8). A literal that its variable's strong
+dtype cannot hold is an error at its line.
+
 Example: ``fib(n)`` with ``n: int64[]``: the base case's constant gives the
 result ``int64[]`` on the first sweep, and the recursive branch's addition
 then types on the next.
@@ -19,25 +28,36 @@ then types on the next.
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from pcbatch.backends import weak as weak_values
 from pcbatch.errors import (
     ConditionShapeError,
     NestedBatchedCallError,
     TypeInferenceError,
     where,
 )
-from pcbatch.ir.nodes import FunctionCallOp, PrimOp, Program, reads, writes
+from pcbatch.ir.nodes import ControlFlowGraph, FunctionCallOp, PrimOp, Program, reads, writes
 from pcbatch.ir.types import (
     TensorType,
     Type,
+    WeakTensorType,
     flatten,
     format_pattern,
     is_pattern_node,
+    is_python_scalar,
+    is_weak,
     map_pattern,
+    merge_weak_dtypes,
+    python_scalar_of,
     rebuild,
     same_structure,
+    type_key,
 )
 
 MAX_SWEEPS = 200
@@ -138,7 +158,7 @@ class _Inference:
             self.changed = True
             return
         merged = self.merge(var, old, new, loc)
-        if merged != old:
+        if type_key(merged) != type_key(old):
             self.types[var] = merged
             self.changed = True
 
@@ -155,7 +175,7 @@ class _Inference:
 
     def check_declared(self, var: str, new: Type, loc) -> None:
         declared = self.declared[var]
-        if self.merge(var, declared, new, loc) != declared:
+        if type_key(self.merge(var, declared, new, loc)) != type_key(declared):
             raise TypeInferenceError(
                 f"{var!r} gets type {new!r}{where(loc)}, which its function's type_inference "
                 f"result {declared!r} cannot hold; fix the type_inference or the function"
@@ -175,11 +195,15 @@ class _Inference:
 
         def leaf(a: TensorType, b: TensorType) -> TensorType:
             try:
-                dtype = self.backend.merge_dtypes(a.dtype, b.dtype)
+                dtype, weak = merge_weak_dtypes(a, b)
+                if dtype is None:
+                    dtype = self.backend.merge_dtypes(a.dtype, b.dtype)
+                else:
+                    dtype = self.backend.merge_dtypes(dtype, dtype)  # the backend's form
                 shape = tuple(self.backend.merge_shapes(list(a.shape), list(b.shape)))
             except (TypeError, ValueError) as e:
                 raise self.conflict(var, old, new, loc, str(e)) from None
-            return TensorType(dtype, shape)
+            return (WeakTensorType if weak else TensorType)(dtype, shape)
 
         return Type(map_pattern(leaf, old.tensors, new.tensors))
 
@@ -202,7 +226,7 @@ class _Inference:
             else:
                 self.bind_outputs(op, op.vars_out, Type(tuple(t.tensors for t in in_types)))
             return
-        key = (id(op.function), in_types)
+        key = (id(op.function), type_key(in_types))
         if key not in self.prim_cache:
             self.prim_cache[key] = self.run_primitive(op, in_types)
             _check_not_objects(op, self.prim_cache[key])
@@ -212,6 +236,10 @@ class _Inference:
         known = getattr(op.function, "result_type", None)  # e.g. a host callback's
         if known is not None:
             return known
+        result = self.result_type(with_weak_inputs(op, in_types), in_types)
+        return with_weak_results(op, in_types, result)
+
+    def result_type(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
         example_types = getattr(self.backend, "example_result_types", None)
         if op.per_example and example_types is not None:
             # This backend's vectorizer costs more to trace than one example does.
@@ -311,6 +339,67 @@ class _Inference:
                     elif isinstance(op, FunctionCallOp):
                         self.visit_call(op)
 
+    def marked_program(self) -> Program:
+        """The program with each primitive that reads weak and strong values marking the
+        weak ones, so it runs as one example's code does (`pcbatch.backends.weak`)."""
+
+        def rewrite(op):
+            if not isinstance(op, PrimOp):
+                return op
+            if op.vars_in and all(v in self.types for v in op.vars_in):
+                op = with_weak_inputs(op, [self.types[v] for v in op.vars_in])
+            return op
+
+        self.check_literals()
+        functions = []
+        for function in self.program.functions:
+            blocks = tuple(
+                dataclasses.replace(block, instructions=tuple(map(rewrite, block.instructions)))
+                for block in function.graph
+            )
+            functions.append(dataclasses.replace(function, graph=ControlFlowGraph(blocks)))
+        return self.program.replace(functions=tuple(functions), var_types=self.types)
+
+    def check_literals(self) -> None:
+        """A literal that reaches a variable of a strong dtype (directly, by copies such as
+        a ``return``, or as a call's argument) must keep its value there."""
+        literals: dict = {}  # variable -> [(value, loc)] of the literals it may hold
+        edges = []  # (source, target): a copy or an argument / result passing
+        for function in self.program.functions:
+            for block in function.graph:
+                for op in block.instructions:
+                    self.literal_flow(op, literals, edges)
+        changed = True
+        while changed:
+            changed = False
+            for source, target in edges:
+                for literal in literals.get(source, ()):
+                    if literal not in literals.setdefault(target, []):
+                        literals[target].append(literal)
+                        changed = True
+        for var, found in literals.items():
+            t = self.types[var].tensors if var in self.types else None
+            if not isinstance(t, TensorType) or is_weak(t):
+                continue
+            for value, loc in found:
+                if not _holds(t.dtype, value):
+                    raise _literal_does_not_fit(value, loc, var, t)
+
+    def literal_flow(self, op, literals: dict, edges: list) -> None:
+        if isinstance(op, FunctionCallOp):
+            callee = self.program.function(op.function)
+            edges.extend(zip(op.vars_in, callee.vars_in))
+            edges.extend(zip(callee.vars_out, flatten(op.vars_out)))
+            return
+        weak = getattr(op.function, "weak_results", None)
+        if weak is not None and not op.vars_in:
+            values, names = flatten(op.function()), flatten(op.vars_out)
+            for value, name, is_literal in zip(values, names, flatten(weak)):
+                if is_literal:
+                    literals.setdefault(name, []).append((value.item(), op.loc))
+        elif op.is_copy and len(op.vars_in) == len(flatten(op.vars_out)):
+            edges.extend(zip(op.vars_in, flatten(op.vars_out)))
+
     def check_complete(self) -> None:
         for function in self.program.functions:
             self.apply_type_inference(function)
@@ -336,6 +425,79 @@ def _check_not_objects(op: PrimOp, result: Type) -> None:
                 "booleans or arrays of them); return a number or array instead (for an "
                 "optional value, a boolean flag beside it, or a sentinel such as np.nan)"
             )
+
+
+def _holds(dtype, value) -> bool:
+    """Whether the Python scalar ``value`` converts to ``dtype`` without overflow."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min <= value <= info.max
+    if dtype.kind == "f" and isinstance(value, (int, float)):
+        with np.errstate(all="ignore"):
+            return bool(np.isfinite(dtype.type(value))) or not np.isfinite(value)
+    return True
+
+
+def _literal_does_not_fit(value, loc, var: str, t: TensorType) -> TypeInferenceError:
+    local = var.split(".", 1)[-1]
+    name = "the result" if local.startswith("__ret") else repr(local)
+    return TypeInferenceError(
+        f"the literal {value!r}{where(loc)} goes into {name}, whose other definitions "
+        f"make it {np.dtype(t.dtype).name}, which cannot hold it (NumPy 2 raises "
+        f"OverflowError when such a literal meets that dtype); convert one side "
+        f"explicitly, e.g. np.int64({value!r}) or x.astype(np.int64)"
+    )
+
+
+def with_weak_inputs(op: PrimOp, in_types: Sequence[Type]) -> PrimOp:
+    """``op``, marking its weak inputs where it also reads strong ones (a per-example
+    primitive: the frontend's expressions); weak values alone compute as Python's."""
+    leaves = [leaf for t in in_types for leaf in flatten(t.tensors)]
+    if not op.per_example or all(map(is_weak, leaves)) or not any(map(is_weak, leaves)):
+        return op
+    flags = [map_pattern(is_weak, t.tensors) for t in in_types]
+    return dataclasses.replace(op, function=weak_values.with_weak_inputs(op.function, flags))
+
+
+def with_weak_results(op: PrimOp, in_types: Sequence[Type], result: Type) -> Type:
+    """``result`` with the leaves that are Python scalars per example typed weak."""
+    # a literal's (`FunctionBuilder.const`), or a function's that always gives Python
+    # scalars (`runtime.python_int`)
+    weak = getattr(op.function, "weak_results", None)
+    reads_weak_only = all(is_weak(leaf) for t in in_types for leaf in flatten(t.tensors))
+    if weak is None and op.per_example and reads_weak_only:
+        weak = _python_scalar_results(op, in_types)
+    if weak is None:
+        return result
+    try:
+        return Type(
+            map_pattern(lambda t, w: WeakTensorType(*t) if w else t, result.tensors, weak)
+        )
+    except ValueError:  # structured otherwise: the batched run is the authority
+        return result
+
+
+def _python_scalar_results(op: PrimOp, in_types: Sequence[Type]) -> Any:
+    """Which results of the per-example function are Python scalars, run on one example
+    of Python scalars (ones, then zeros); None if it fails on both."""
+    for fill in (1, 0):
+        dummy = lambda t, fill=fill: type(python_scalar_of(t.dtype))(fill)  # noqa: E731
+        args = [map_pattern(dummy, t.tensors) for t in in_types]
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = op.function(*args)
+        except Exception:
+            continue
+        return _scalar_leaves(result)
+    return None
+
+
+def _scalar_leaves(value: Any) -> Any:
+    if is_pattern_node(value):
+        return rebuild(value, [_scalar_leaves(v) for v in value])
+    return is_python_scalar(value)
 
 
 def _drop_batch(backend):
@@ -390,4 +552,4 @@ def run(program: Program, backend, sig: Sequence) -> Program:
     else:
         raise TypeInferenceError(f"type inference did not settle in {MAX_SWEEPS} sweeps")
     inference.check_complete()
-    return program.replace(var_types=inference.types)
+    return inference.marked_program()

@@ -1,0 +1,116 @@
+"""Weak (Python-scalar) values inside a batched primitive, by NumPy 2's rules (NEP 50).
+
+Per example, a value typed weak (`pcbatch.ir.types.WeakTensorType`: a literal, a
+``range`` counter, Python arithmetic on those) is a Python ``int``/``float``/``bool``/
+``complex``; batched, it is an array of its kind's default dtype (int64, float64, ...),
+which NumPy would treat as strong (``uint8_x + int64_i`` is int64). So a primitive
+that reads a weak variable gets it *marked* (`mark`: a `WeakBatchedArray` on NumPy, a
+`WeakDispatched` on JAX and TensorFlow), and every ufunc on marked operands applies
+NEP 50 first (`convert_operands`): where a weak operand meets strong ones it is
+converted to the dtype NumPy would convert the Python scalar to (``uint8_x + i``
+computes in uint8 and wraps as NumPy does; ``float32_x * i`` in float32). Between weak
+operands only, nothing is converted and the result is weak again, as Python's own
+arithmetic on ints and floats is.
+
+Example: ``acc + x`` with ``acc`` weak int and ``x`` float32 computes
+``acc.astype(float32) + x``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pcbatch.ir.types import is_pattern_node, is_python_scalar, map_pattern, python_scalar_of
+
+#: Comparisons: an int operand is never converted for them, so ``uint8_x < 300`` is
+#: exact (NumPy 2 compares out-of-range Python ints exactly too).
+_COMPARISONS = frozenset(
+    {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"}
+)
+
+
+def is_marked(x: Any) -> bool:
+    return getattr(x, "weak", False) is True
+
+
+def mark(x: Any) -> Any:
+    """``x`` (one example's value, or a batched one) marked weak."""
+    from pcbatch.backends import batched_array, numpy_dispatch
+
+    if is_python_scalar(x) or is_marked(x):
+        return x
+    if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0:
+        return x.item()  # one example: a Python scalar, exactly as the user's code sees it
+    if type(x) is batched_array.BatchedArray:
+        return batched_array.WeakBatchedArray(x.data)
+    if type(x) is numpy_dispatch.Dispatched:
+        return numpy_dispatch.WeakDispatched(x.value, x.xp)
+    return x
+
+
+#: wrappers by the function they wrap, then by flags: type inference and the program
+#: it returns share one, so a backend that traces per function traces once
+_WRAPPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def with_weak_inputs(function: Callable, weak_flags: list) -> Callable:
+    """A per-example ``function`` whose inputs flagged in ``weak_flags`` (one pattern of
+    bools per argument) arrive marked weak."""
+    try:
+        by_flags = _WRAPPERS.setdefault(function, {})
+    except TypeError:  # not weakly referable: no sharing
+        by_flags = {}
+    key = repr(weak_flags)
+    if key not in by_flags:
+        by_flags[key] = _marking(function, weak_flags)
+    return by_flags[key]
+
+
+def _marking(function: Callable, weak_flags: list) -> Callable:
+    def marked(*args):
+        return function(*(_mark_pattern(a, f) for a, f in zip(args, weak_flags)))
+
+    marked.__name__ = getattr(function, "__name__", "primitive")
+    marked.weak_flags = weak_flags
+    marked.__wrapped__ = function
+    return marked
+
+
+def _mark_pattern(value: Any, flags: Any) -> Any:
+    if is_pattern_node(flags):
+        if not is_pattern_node(value) or len(value) != len(flags):
+            return value
+        return map_pattern(lambda v, f: mark(v) if f else v, value, flags)
+    return mark(value) if flags else value
+
+
+def _strong_dtype(x: Any):
+    """The dtype of a strong operand; None for a weak one or a non-array."""
+    if is_marked(x) or is_python_scalar(x):
+        return None
+    dtype = getattr(x, "dtype", None)
+    return None if dtype is None else np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+
+
+def convert_operands(name: str, inputs: tuple, convert: Callable) -> tuple:
+    """NEP 50 on marked operands: (operands, whether the result is weak).
+
+    ``convert(x, dtype)`` converts a marked operand to a strong array of ``dtype``.
+    """
+    if not any(is_marked(x) for x in inputs):
+        return inputs, False
+    strong = [d for d in (_strong_dtype(x) for x in inputs) if d is not None]
+    if not strong:
+        return inputs, True
+    out = []
+    for x in inputs:
+        if is_marked(x):
+            target = np.result_type(*strong, python_scalar_of(x.dtype))
+            comparing_ints = name in _COMPARISONS and target.kind in "iub"
+            x = x if comparing_ints else convert(x, target)
+        out.append(x)
+    return tuple(out), False

@@ -1,0 +1,363 @@
+"""Python scalars are weak, as in NumPy 2 (NEP 50): literals, ``range`` counters and
+Python arithmetic on them take the dtype of the arrays they meet (defect D8).
+
+The oracle is the plain (undecorated) function applied to each example, every example
+a NumPy scalar of the input's dtype. Each example's value must match; the batched
+result's dtype must be NumPy 2's ``result_type`` of every example's result, Python
+scalars weak (docs/semantics/dtypes.md): the dtype of an example whose result is an
+array, and the literal converted to it for one whose result is a Python scalar.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import pcbatch
+from tests import backends
+
+ctx = pcbatch.Context()
+
+
+@ctx.batch
+def acc_int(x):
+    acc = 0
+    for _ in range(3):
+        acc = acc + x
+    return acc
+
+
+@ctx.batch
+def acc_float(x):
+    acc = 0.0
+    for _ in range(3):
+        acc = acc + x
+    return acc
+
+
+@ctx.batch
+def acc_upto(x, n):
+    acc = 0
+    for _ in range(n):
+        acc = acc + x
+    return acc
+
+
+@ctx.batch
+def add_counter(x, n):
+    for i in range(n):
+        x = x + i
+    return x
+
+
+@ctx.batch
+def counter_times(x, n):
+    acc = 0
+    for i in range(n):
+        acc = acc + i * x
+    return acc
+
+
+@ctx.batch
+def weak_sum_then_add(x, n):
+    k = 0
+    for i in range(n):
+        k = k + i
+    return x + k
+
+
+@ctx.batch
+def counter_from_input(x, n):
+    total = 0
+    for i in range(n, n + 3):
+        total = total + i
+    return total + x
+
+
+@ctx.batch
+def times_literal(x):
+    two = 2.0
+    return x * two
+
+
+@ctx.batch
+def halve(x):
+    d = 2
+    return x / d
+
+
+@ctx.batch
+def literal_if(x):
+    y = 1 if x > 2 else 2.5
+    return y * x
+
+
+@ctx.batch
+def literal_if_stored(x):
+    y = 1 if x > 2 else 2.5
+    return y
+
+
+@ctx.batch
+def literal_select_inline(x):
+    return (1 if x > 2 else 2.5) * x
+
+
+@ctx.batch
+def return_literal_or_x(x):
+    if x > 4:
+        return 3
+    return x
+
+
+@ctx.batch
+def return_float_literal_or_x(x):
+    if x > 4:
+        return 2.5
+    return x
+
+
+@ctx.batch
+def compare_big_literal(x):
+    big = 300
+    return x < big
+
+
+@ctx.batch
+def compare_inline(x):
+    return (x < 300) & (x > -200)
+
+
+@ctx.batch
+def negate_counter(x, n):
+    acc = x
+    for i in range(n):
+        acc = acc - i
+    return acc
+
+
+@ctx.batch
+def index_with_counter(v):
+    s = 0
+    for i in range(3):
+        s = s + v[i]
+    return s
+
+
+@ctx.batch
+def wrap_then_halve(x, n):
+    for i in range(n):
+        x = (x + i) // 2
+    return x
+
+
+@ctx.batch
+def mixed_operands(x, n):
+    a = x.astype(np.int8)
+    acc = 0.0
+    for i in range(n):
+        acc = i * a + np.float32(0.5)
+    return acc
+
+
+@ctx.batch
+def scale_by(x, k=3):
+    return x * k
+
+
+@ctx.batch
+def call_with_literal(x):
+    return scale_by(x, 2) + scale_by(x)
+
+
+@ctx.batch
+def weak_only_division(x, n):
+    h = 0
+    for i in range(n):
+        h = h + i / 2
+    return h * x
+
+
+FLOATS = ("float32", "float16")
+INTS = ("int32", "uint8", "int8")
+ALL = (*FLOATS, *INTS, "bool")
+
+# program -> (dtypes, whether it takes a trip count n)
+TABLE = {
+    acc_int: (ALL, False),
+    acc_float: (ALL, False),
+    acc_upto: (FLOATS + INTS, True),
+    add_counter: (ALL, True),
+    counter_times: (FLOATS + INTS, True),
+    weak_sum_then_add: (FLOATS + INTS, True),
+    counter_from_input: (FLOATS + INTS, "small"),
+    times_literal: (ALL, False),
+    halve: (ALL, False),
+    literal_if: (FLOATS + INTS, False),
+    literal_if_stored: (FLOATS + INTS, False),
+    literal_select_inline: (FLOATS + INTS, False),
+    return_literal_or_x: (FLOATS + INTS, False),
+    return_float_literal_or_x: (FLOATS + INTS, False),
+    compare_big_literal: (FLOATS + INTS, False),
+    compare_inline: (FLOATS + INTS, False),
+    negate_counter: (("float32", "int32", "int8"), True),
+    wrap_then_halve: (("uint8", "int8", "int32"), True),
+    mixed_operands: (("int32", "float32"), "small"),
+    call_with_literal: (ALL, False),
+    weak_only_division: (FLOATS + INTS, True),
+}
+
+
+def _inputs(dtype: str) -> np.ndarray:
+    if dtype == "bool":
+        return np.array([True, False, True, True, False])
+    if dtype == "uint8":
+        return np.array([250, 3, 100, 255, 0], np.uint8)
+    if dtype == "int8":
+        return np.array([120, -3, 5, -128, 0], np.int8)
+    if dtype == "int32":
+        return np.array([7, -3, 2, 2**31 - 5, 0], np.int32)
+    return np.array([1.1, -2.5, 3.3, 6.0, 0.1], dtype)
+
+
+def _cases():
+    for program, (dtypes, takes_n) in TABLE.items():
+        for dtype in dtypes:
+            yield pytest.param(program, dtype, takes_n, id=f"{program.name}-{dtype}")
+
+
+def _arguments(dtype: str, takes_n) -> list:
+    x = _inputs(dtype)
+    if not takes_n:
+        return [x]
+    trips = np.array([10, 2, 0, 3, 1]) if takes_n is True else np.array([25, 1, 7, 0, 2])
+    if takes_n == "small":
+        trips = trips.astype(np.int16)
+    return [x, trips]
+
+
+def _per_example(program, args: list) -> list:
+    """The plain function on each example (NumPy scalars); batched functions it calls run
+    as plain Python too, as inside ``dry_run``."""
+    size = len(args[0])
+    pcbatch.api._dry_run.depth = getattr(pcbatch.api._dry_run, "depth", 0) + 1
+    try:
+        with np.errstate(over="ignore"):
+            return [program.python_function(*(a[i] for a in args)) for i in range(size)]
+    finally:
+        pcbatch.api._dry_run.depth -= 1
+
+
+def _tolerance(dtype: np.dtype) -> float:
+    return {"float16": 1e-3, "float32": 1e-6}.get(np.dtype(dtype).name, 1e-12)
+
+
+def assert_matches_python(actual, expected: list, backend_name: str) -> None:
+    """Each example's value, and NumPy 2's result_type of every example's result."""
+    actual = np.asarray(actual)
+    want = np.result_type(*expected)  # Python scalars weak (NEP 50)
+    assert actual.dtype == want, f"dtype {actual.dtype}, Python gives {want}"
+    for i, e in enumerate(expected):
+        e = np.asarray(e).astype(want)
+        if want.kind in "fc":
+            rtol = 0 if backend_name == "numpy" else _tolerance(want)
+            np.testing.assert_allclose(actual[i], e, rtol=rtol, err_msg=f"example {i}")
+        else:
+            assert actual[i] == e, f"example {i}: {actual[i]!r} != {e!r}"
+
+
+@backends.backend_param
+@pytest.mark.parametrize(("program", "dtype", "takes_n"), list(_cases()))
+def test_weak_scalars_match_python(program, dtype, takes_n, backend_name):
+    args = _arguments(dtype, takes_n)
+    expected = _per_example(program, args)
+    actual = program(*args, backend=backends.backend(backend_name))
+    assert_matches_python(actual, expected, backend_name)
+
+
+@backends.backend_param
+def test_counter_indexes_a_vector(backend_name):
+    v = np.arange(15, dtype=np.float32).reshape(5, 3) / 7
+    actual = index_with_counter(v, backend=backends.backend(backend_name))
+    assert_matches_python(actual, _per_example(index_with_counter, [v]), backend_name)
+
+
+@backends.backend_param
+def test_zero_trip_loop_returns_the_literal_in_the_loops_dtype(backend_name):
+    """The one unavoidable difference: with no trips Python returns the int 0, but the
+    batch has one dtype, the one the loop gives (docs/semantics/dtypes.md)."""
+    x = np.array([1.5, 2.5], np.float32)
+    actual = acc_upto(x, np.array([0, 0]), backend=backends.backend(backend_name))
+    assert np.asarray(actual).dtype == np.float32
+    np.testing.assert_array_equal(actual, [0.0, 0.0])
+    assert acc_upto.python_function(x[0], 0) == 0  # an int in Python
+
+
+@ctx.batch
+def literal_too_big(x):
+    if x > 0:  # noqa: SIM108 - an assignment on each arm, as written
+        y = 300
+    else:
+        y = x
+    return y
+
+
+@ctx.batch
+def return_too_big(x):
+    if x > 0:
+        return 300
+    return x
+
+
+@ctx.batch
+def add_one(y):
+    return y + 1
+
+
+@ctx.batch
+def pass_too_big(x):
+    return add_one(x) + add_one(70000)
+
+
+@pytest.mark.parametrize(
+    ("program", "x", "literal", "dtype"),
+    [
+        (literal_too_big, np.array([1, 2], np.uint8), 300, "uint8"),
+        (return_too_big, np.array([1, 2], np.int8), 300, "int8"),
+        (pass_too_big, np.array([1, 2], np.int16), 70000, "int16"),
+        (return_too_big, np.array([1, 2], np.float16), None, None),  # 300 fits float16
+    ],
+)
+def test_literal_that_the_merged_dtype_cannot_hold_is_an_error_at_its_line(
+    program, x, literal, dtype
+):
+    if literal is None:
+        assert program(x).dtype == x.dtype
+        return
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        program(x)
+    message = str(info.value)
+    assert f"literal {literal}" in message and dtype in message
+    source, first = inspect.getsourcelines(program.python_function)
+    line = first + next(i for i, text in enumerate(source) if str(literal) in text)
+    assert f"test_dtypes.py:{line}" in message
+
+
+@ctx.batch
+def float_range(x):
+    s = 0
+    for i in range(x):
+        s = s + i
+    return s
+
+
+@backends.backend_param
+def test_range_of_floats_is_an_error_at_its_line(backend_name):
+    """Python's range takes integers only (was: a float counter, silently)."""
+    with pytest.raises(pcbatch.TypeInferenceError, match="range.. arguments must be integers"):
+        float_range(np.array([2.5, 3.0]), backend=backends.backend(backend_name))
+    np.testing.assert_array_equal(
+        float_range(np.array([3, 4], np.uint8), backend=backends.backend(backend_name)), [3, 6]
+    )
