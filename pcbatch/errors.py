@@ -76,6 +76,17 @@ class NarrowingWarning(UserWarning):
     """A 64-bit argument runs narrowed to 32 bits (JAX with ``jax_enable_x64`` off)."""
 
 
+def lane_check_failed(error: Exception) -> Exception:
+    """Marks ``error`` as a run-time check's failure (a zero range() step, an unbound
+    local): a per-member `LaneStatus.ERROR` with ``return_status=True``."""
+    error.pcbatch_lane_check = True
+    return error
+
+
+def is_lane_check_failure(error: BaseException) -> bool:
+    return getattr(error, "pcbatch_lane_check", False) is True
+
+
 def where(loc) -> str:
     """`` at file:line in fn`` for a SourceLoc, or an empty string."""
     return f" at {loc}" if loc is not None else ""

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from pcbatch.backends.scalars import (
-    NDARRAY_FUNCTION_METHODS,
     BatchedValueError,
     as_python_round,
     as_python_scalar,
+    ndarray_method,
 )
 from pcbatch.ir.types import is_pattern_node, rebuild
 
@@ -151,16 +151,7 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
         return as_python_round(self, ndigits)
 
     def __getattr__(self, name: str):
-        # Only ndarray's methods that are the same-named NumPy function of the array.
-        if name.startswith("_"):  # protocol probes (hasattr(x, "__array_priority__"))
-            raise AttributeError(name)
-        if name not in NDARRAY_FUNCTION_METHODS:
-            raise AttributeError(
-                f"{name!r}: pcbatch supports these ndarray methods on per-example values: "
-                f"{', '.join(sorted(NDARRAY_FUNCTION_METHODS))}; call np.{name}(x) instead"
-            )
-        function = getattr(np, name)
-        return lambda *args, **kwargs: function(self, *args, **kwargs)
+        return ndarray_method(self, name)
 
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from pcbatch.backends.scalars import (
-    NDARRAY_FUNCTION_METHODS,
     BatchedValueError,
     as_python_round,
     as_python_scalar,
+    ndarray_method,
 )
 from pcbatch.ir.types import is_pattern_node, rebuild
 
@@ -130,19 +130,7 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         return self._wrap(self.xp.transpose(self.value, axes or None))
 
     def __getattr__(self, name: str):
-        # Only ndarray's methods that are the same-named NumPy function of the array:
-        # an attribute that is data on an ndarray (size, real) must not become a function.
-        if name.startswith("_"):  # protocol probes (hasattr(x, "__array_priority__"))
-            raise AttributeError(name)
-        if name not in NDARRAY_FUNCTION_METHODS:
-            raise AttributeError(
-                f"{name!r}: pcbatch supports these ndarray methods on per-example values: "
-                f"{', '.join(sorted(NDARRAY_FUNCTION_METHODS))}; call np.{name}(x) instead"
-            )
-        # Through NumPy's function, so its dispatch (renamed keywords, replacements)
-        # applies as to np.sum(x).
-        function = getattr(np, name)
-        return lambda *args, **kwargs: function(self, *args, **kwargs)
+        return ndarray_method(self, name)
 
     def _wrap(self, value):
         return wrap(value, self.xp)

@@ -35,6 +35,23 @@ _PYTHON_SCALAR_DTYPES = {
 }
 
 
+def ndarray_method(value, name: str):
+    """``value.name`` for a per-example view: only ndarray's methods that are the
+    same-named NumPy function of the array, called through NumPy's function so that its
+    dispatch applies as to ``np.name(x)``. An attribute that is data on an ndarray
+    (``size``, ``real``) must not become a function, and a protocol probe
+    (``hasattr(x, "__array_priority__")``) gets a plain AttributeError."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    if name not in NDARRAY_FUNCTION_METHODS:
+        raise AttributeError(
+            f"{name!r}: pcbatch supports these ndarray methods on per-example values: "
+            f"{', '.join(sorted(NDARRAY_FUNCTION_METHODS))}; call np.{name}(x) instead"
+        )
+    function = getattr(np, name)
+    return lambda *args, **kwargs: function(value, *args, **kwargs)
+
+
 def as_python_scalar(x):
     """``x.item()`` for one example: its only element, with the dtype NumPy gives the
     Python scalar ``item()`` returns (float64 for any float, int64 for any integer)."""

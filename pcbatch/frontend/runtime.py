@@ -163,7 +163,9 @@ class RangeStepCheck:
         return np.equal(step, 0)
 
     def error(self) -> ValueError:
-        return ValueError(f"range() arg 3 must not be zero (at {self.where})")
+        from pcbatch.errors import lane_check_failed
+
+        return lane_check_failed(ValueError(f"range() arg 3 must not be zero (at {self.where})"))
 
     def for_backend(self, backend):
         if getattr(backend, "staged", False):

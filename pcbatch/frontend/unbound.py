@@ -26,7 +26,7 @@ import dataclasses
 import numpy as np
 
 from pcbatch.analysis.assignment import assigned_at_entry
-from pcbatch.errors import where
+from pcbatch.errors import lane_check_failed, where
 from pcbatch.ir.nodes import (
     Block,
     ControlFlowGraph,
@@ -75,12 +75,12 @@ class UnboundGuard:
         return None
 
     def error(self) -> UnboundLocalError:
-        return UnboundLocalError(
+        return lane_check_failed(UnboundLocalError(
             f"cannot access local variable {self.variable!r} where it is not associated "
             f"with a value{where(self.loc)}: some batch members never assigned it on the "
             "path they took (as Python would say for them); assign it before the branch "
             "or loop"
-        )
+        ))
 
 
 def is_guard(op) -> bool:

@@ -207,7 +207,7 @@ def _with_status(execute, program: Program, args: list) -> tuple:
     """(results, status) on a machine that stops the whole batch at a failure (NumPy):
     the batch runs once, and only if a member fails, each member alone, to tell the
     failed ones (`pcbatch.LaneStatus`) from the others, whose results are kept."""
-    from pcbatch.errors import LaneStatus, StackOverflowError
+    from pcbatch.errors import LaneStatus, StackOverflowError, is_lane_check_failure
     from pcbatch.vm import staged
 
     size = machine.batch_size_of(program, args)
@@ -215,6 +215,9 @@ def _with_status(execute, program: Program, args: list) -> tuple:
         return execute(program, args), np.zeros(size, np.int32)
     except (StackOverflowError, machine.StepLimitError):
         pass
+    except Exception as e:  # noqa: BLE001 - only a run-time check's failure is a status
+        if not is_lane_check_failure(e):
+            raise
     status = np.zeros(size, np.int32)
     types = [program.var_types[name].tensors for name in program.vars_out]
     blank = lambda t: np.zeros((size, *t.shape), t.dtype)
@@ -228,6 +231,11 @@ def _with_status(execute, program: Program, args: list) -> tuple:
             continue
         except machine.StepLimitError:
             status[i] = LaneStatus.STEP_LIMIT
+            continue
+        except Exception as e:  # noqa: BLE001
+            if not is_lane_check_failure(e):
+                raise
+            status[i] = LaneStatus.ERROR
             continue
         got = got if len(types) > 1 else (got,)
         for out, value in zip(outputs, got):

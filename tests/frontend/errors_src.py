@@ -115,7 +115,7 @@ def checks_isinstance(x):
 
 
 def checks_type(x):
-    return x * 2 if type(x) == float else x  # ERROR
+    return x * 2 if type(x) == float else x  # ERROR  # noqa: E721
 
 
 def type_conflict(x):

@@ -94,7 +94,7 @@ def test_unassigned_read_raises_unbound_local_error(fn, args, variable, backend_
         fn(*args, backend=backends.backend(backend_name), stackless=stackless)
 
 
-@pytest.mark.parametrize("backend_name", [b for b in backends.BACKEND_NAMES if b != "numpy"])
+@backends.backend_param
 def test_unassigned_lane_reports_error_status_and_others_stay_right(backend_name):
     result, status = last_of_loop(np.array([2, 0, 5]), backend=backends.backend(backend_name),
                                   return_status=True)
