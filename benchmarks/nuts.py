@@ -125,7 +125,8 @@ def main() -> None:
         "--backends",
         default="numpy",
         help="comma-separated: numpy, jax, tensorflow (jax/c, tensorflow/c: compacted, "
-        "see --compaction), and the lockstep baselines blackjax, numpyro",
+        "see --compaction), the lockstep baselines blackjax, numpyro, and gradient "
+        "(jit(vmap(value_and_grad)) alone: its grads/s is the ceiling)",
     )
     parser.add_argument("--chains", default="1,10,100,1000")
     parser.add_argument("--warmup", type=int, default=100)
@@ -162,8 +163,9 @@ def main() -> None:
                 once=args.once,
             )
             wall = result.wall_time
-            ess = float(np.min(result.ess())) if chains * args.samples >= 4 else float("nan")
-            draws = chains * (args.warmup + args.samples)
+            sampled = backend != "gradient" and chains * args.samples >= 4
+            ess = float(np.min(result.ess())) if sampled else float("nan")
+            draws = chains * (args.warmup + args.samples) if backend != "gradient" else np.nan
             print(
                 f"{backend:<10} {chains:>6} {wall:>8.2f} {compile_s:>9.2f} {draws / wall:>9.0f} "
                 f"{result.leapfrog_steps / wall:>10.0f} {ess / wall:>9.1f} "

@@ -139,4 +139,39 @@ def numpyro_nuts(log_prob: Callable, start: np.ndarray, *, warmup, samples, step
     return call(full), call(tiny).wall_time
 
 
-SAMPLERS = {"blackjax": blackjax_nuts, "numpyro": numpyro_nuts}
+def gradient_alone(log_prob: Callable, start: np.ndarray, *, warmup, samples, step_size, seed):
+    """Not a sampler: ``jit(vmap(value_and_grad))`` on every chain, the batched
+    gradient alone, as the ceiling for gradient evaluations per second.
+
+    It takes 100 dependent steps (each moves the chains a little along their
+    gradients, so no call can be skipped or cached); draws are the start repeated.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    del warmup, samples, seed
+    gradient = jax.jit(jax.vmap(jax.value_and_grad(log_prob)))
+    steps = 100
+
+    @jax.jit
+    def walk(x):
+        def one(_, x):
+            _, g = gradient(x)
+            return x + (1e-3 * step_size) * g
+
+        return jax.lax.fori_loop(0, steps, one, x)
+
+    positions = jnp.asarray(start, jnp.float32)
+    chains = start.shape[0]
+
+    def call() -> Run:
+        begin = time.perf_counter()
+        jax.block_until_ready(walk(positions))
+        wall = time.perf_counter() - begin
+        draws = np.broadcast_to(start[None], (2, *start.shape))
+        return Run(draws, np.full((1, chains), steps), wall)
+
+    return _timed(call)
+
+
+SAMPLERS = {"blackjax": blackjax_nuts, "numpyro": numpyro_nuts, "gradient": gradient_alone}

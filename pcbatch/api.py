@@ -45,7 +45,7 @@ from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.snapshot import Snapshot
 from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Module, Program, SourceLoc
-from pcbatch.ir.types import is_pattern_node, map_pattern, rebuild
+from pcbatch.ir.types import is_pattern_node, is_python_scalar, map_pattern, rebuild
 from pcbatch.passes import order_blocks, pipeline
 from pcbatch.vm import machine, refill, runner
 
@@ -379,7 +379,7 @@ def _default_value(function: str, param: str, default: Any) -> Any:
             f"array (a flag such as use_{param}=False, or a value such as {param}=0.0)"
         )
     value = _as_array_pattern(default, f"{function}(): the default of {param!r}")
-    return map_pattern(lambda leaf: leaf if len(leaf.shape) == 0 else leaf[None], value)
+    return map_pattern(lambda leaf: leaf if np.ndim(leaf) == 0 else leaf[None], value)
 
 
 def _checked_options(function: str, options: dict) -> dict:
@@ -450,6 +450,8 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
         return rebuild(value, [_as_array_pattern(v, what) for v in value])
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return value  # an array of some library: the backend takes it as it is
+    if is_python_scalar(value):
+        return value  # the same number in every example, weak as in Python (NEP 50)
     if value is None:
         raise TypeError(
             f"{what}: None is not a batched value; pass numbers or arrays (for an optional "
@@ -526,9 +528,23 @@ def _example(value: Any, i: int) -> Any:
 
 
 def _stack(results: list) -> Any:
+    """The per-example results as one batch. Where some examples return a Python number
+    and others an array, the numbers are weak (NEP 50), as in the batched run: ``0``
+    beside a float32 is stored as float32."""
     first = results[0]
     if is_pattern_node(first):
         return rebuild(first, [_stack([r[k] for r in results]) for k in range(len(first))])
+    if any(is_python_scalar(r) for r in results) and not all(
+        is_python_scalar(r) for r in results
+    ):
+        try:
+            # One operand per distinct dtype or Python type: result_type takes few.
+            kinds = {type(r): r for r in results if is_python_scalar(r)}
+            dtypes = {np.asarray(r).dtype for r in results if not is_python_scalar(r)}
+            dtype = np.result_type(*dtypes, *kinds.values())
+            return np.stack([np.asarray(r, dtype) for r in results])
+        except (TypeError, ValueError, OverflowError):
+            pass  # a number the arrays' dtype cannot hold: NumPy's default stacking
     return np.stack([np.asarray(r) for r in results])
 
 
@@ -541,7 +557,8 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
     values = bound.values
     size = _batch_size(values, batched.name, tuple(batched.signature.parameters))
     if size == 0:
-        host = [map_pattern(np.asarray, v) for v in values]
+        host = [map_pattern(lambda x: x if is_python_scalar(x) else np.asarray(x), v)
+                for v in values]
         return batched.context._run(batched.name, host, {"backend": NumpyBackend()})
     _dry_run.depth = getattr(_dry_run, "depth", 0) + 1
     try:

@@ -146,6 +146,8 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         if method != "__call__" or function is None:
             return NotImplemented
         inputs = unwrap(inputs)
+        if ufunc.nin == 2 and ufunc.__name__ not in _MIXED_TYPE_UFUNCS:
+            inputs = _numpy_promotion(inputs, self.xp)
         if ufunc is np.true_divide:
             inputs = _float_division(inputs, self.xp)
         if ufunc.__name__ in _COMPARISONS:
@@ -195,6 +197,26 @@ def _as_weak(result):
     if isinstance(result, tuple):
         return tuple(_as_weak(r) for r in result)
     return WeakDispatched(result.value, result.xp) if type(result) is Dispatched else result
+
+
+# Binary ufuncs whose operands NumPy does not promote to one dtype (``ldexp(float, int)``).
+_MIXED_TYPE_UFUNCS = frozenset({"ldexp"})
+
+
+def _numpy_promotion(inputs: tuple, xp) -> tuple:
+    """Arrays of different dtypes made NumPy's ``result_type`` of them first. JAX
+    promotes by its own lattice (``float32 * int64`` is float32 there, float64 in
+    NumPy, and so per example in the user's code); TensorFlow's NumPy already agrees.
+    Under JAX without ``jax_enable_x64`` the result is its 32-bit counterpart."""
+    arrays = [x for x in inputs if _is_foreign_array(x) or isinstance(x, (np.ndarray, np.generic))]
+    dtypes = {np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype)) for x in arrays}
+    if len(dtypes) < 2:
+        return inputs
+    target = _available(np.result_type(*dtypes), xp)
+    return tuple(
+        xp.asarray(x, dtype=target) if any(x is a for a in arrays) and x.dtype != target else x
+        for x in inputs
+    )
 
 
 def _float_division(inputs: tuple, xp) -> tuple:

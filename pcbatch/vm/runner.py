@@ -17,21 +17,43 @@ import numpy as np
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.errors import BatchSizeError
 from pcbatch.ir.nodes import Program
-from pcbatch.ir.types import TensorType, Type, flatten, map_pattern
+from pcbatch.ir.types import (
+    TensorType,
+    Type,
+    WeakTensorType,
+    flatten,
+    is_python_scalar,
+    is_weak,
+    map_pattern,
+    type_key,
+)
 from pcbatch.passes import infer_types, pipeline
 from pcbatch.vm import machine, refill
 from pcbatch.vm import stackless as stackless_vm
 
 
-def signature_of(args: Sequence, backend=None) -> list:
-    """The `Type` of each argument, batch dimension removed (0-d values have none)."""
+def signature_of(args: Sequence, backend=None, weak: Sequence | None = None) -> list:
+    """The `Type` of each argument, batch dimension removed (0-d values have none).
+
+    A Python ``bool``/``int``/``float``/``complex`` argument is the same Python number
+    in every example, which NumPy 2 treats as weak (NEP 50): ``float32_x * 2`` stays
+    float32. Its type is a `WeakTensorType`, so the program computes as Python would.
+    ``weak`` flags those leaves where ``args`` were already made arrays (`weak_flags`).
+    """
     backend = backend or NumpyBackend()
+    weak = weak if weak is not None else weak_flags(args)
 
-    def leaf_type(x) -> TensorType:
+    def leaf_type(x, is_weak_leaf) -> TensorType:
         t = backend.type_of(x)
-        return TensorType(np.dtype(t.dtype), tuple(t.shape[1:]) if len(t.shape) else ())
+        kind = WeakTensorType if is_weak_leaf else TensorType
+        return kind(np.dtype(t.dtype), tuple(t.shape[1:]) if len(t.shape) else ())
 
-    return [Type(map_pattern(leaf_type, arg)) for arg in args]
+    return [Type(map_pattern(leaf_type, arg, flags)) for arg, flags in zip(args, weak)]
+
+
+def weak_flags(args: Sequence) -> list:
+    """Per argument, a pattern of bools: which leaves are Python numbers (weak)."""
+    return [map_pattern(is_python_scalar, a) for a in args]
 
 
 def check_known_shapes(program: Program, args: Sequence) -> None:
@@ -85,7 +107,8 @@ def normalize_signature(sig) -> tuple:
     """``sig`` as a tuple of `Type`s with NumPy dtypes and tuple shapes (a cache key)."""
 
     def leaf(t: TensorType) -> TensorType:
-        return TensorType(np.dtype(t.dtype), tuple(t.shape))
+        kind = WeakTensorType if is_weak(t) else TensorType
+        return kind(np.dtype(t.dtype), tuple(t.shape))
 
     return tuple(Type(map_pattern(leaf, infer_types.as_type(t).tensors)) for t in sig)
 
@@ -104,7 +127,9 @@ class CompileCache:
 
     def get(self, program: Program, sig, backend, *, lowered: bool, schedule=None) -> Program:
         sig = normalize_signature(sig)
-        key = (id(program), sig, type(backend).__name__, lowered, schedule)
+        # A weak type compares equal to the strong one of its dtype: the key tells them apart.
+        weakness = tuple(type_key(t) for t in sig)
+        key = (id(program), sig, weakness, type(backend).__name__, lowered, schedule)
         hit = self._lookup(key, program)
         if hit is not None:
             return hit
@@ -168,6 +193,7 @@ def run(
     max_stack_depth = check_count(program.main, "max_stack_depth", max_stack_depth)
     if max_steps is not None:
         max_steps = check_count(program.main, "max_steps", max_steps, "or None")
+    weak = weak_flags(args)
     args = [map_pattern(_as_array, a) for a in args]
     check_known_shapes(program, args)
     check_narrowing(program, args, backend)
@@ -176,7 +202,7 @@ def run(
             f"{program.main}(): return_status=True is for a plain call on the stack "
             "machine; drop it, or call without .map() and stackless=True"
         )
-    sig = signature_of(args, backend)
+    sig = signature_of(args, backend, weak)
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True, schedule=schedule)
         execute = machine.execute if width is None else functools.partial(

@@ -361,3 +361,83 @@ def test_range_of_floats_is_an_error_at_its_line(backend_name):
     np.testing.assert_array_equal(
         float_range(np.array([3, 4], np.uint8), backend=backends.backend(backend_name)), [3, 6]
     )
+
+
+# -- Python numbers passed as arguments, or taken from defaults -----------------------
+# Each is the same Python number in every example, so it is weak too: ``x * 2`` on
+# float32 x is float32, as the undecorated function gives (was: int64, so float64).
+
+
+@ctx.batch
+def times_k(x, k):
+    return x * k
+
+
+@ctx.batch
+def times_default(x, k=2):
+    return x * k
+
+
+@ctx.batch
+def default_or_x(x, k=0):
+    y = k
+    if x > 1:
+        y = x
+    return y
+
+
+@ctx.batch
+def loop_with_defaults(x, n=3, flag=True, pair=(2, 0.5)):
+    s = x
+    for _ in range(n):
+        if flag:
+            s = s + pair[0] * pair[1]
+    return s
+
+
+def _per_example_with(program, x: np.ndarray, *scalars) -> list:
+    """The plain function per example, the Python numbers passed as they are."""
+    pcbatch.api._dry_run.depth = getattr(pcbatch.api._dry_run, "depth", 0) + 1
+    try:
+        with np.errstate(over="ignore"):
+            return [program.python_function(xi, *scalars) for xi in x]
+    finally:
+        pcbatch.api._dry_run.depth -= 1
+
+
+NUMBER_CASES = [
+    pytest.param(times_k, (2,), id="times_k-int"),
+    pytest.param(times_k, (2.5,), id="times_k-float"),
+    pytest.param(times_k, (True,), id="times_k-bool"),
+    pytest.param(times_default, (), id="times_default"),
+    pytest.param(default_or_x, (), id="default_or_x"),
+    pytest.param(loop_with_defaults, (), id="loop_with_defaults"),
+]
+
+
+@backends.backend_param
+@pytest.mark.parametrize("dtype", ("float32", "float16", "int8", "uint8"))
+@pytest.mark.parametrize(("program", "scalars"), NUMBER_CASES)
+def test_python_number_arguments_and_defaults_are_weak(program, scalars, dtype, backend_name):
+    if program is times_k and isinstance(scalars[0], float) and dtype in INTS:
+        dtype = "float16"  # an int array times 2.5 is float64 either way; keep it small
+    x = _inputs(dtype)
+    expected = _per_example_with(program, x, *scalars)
+    actual = program(x, *scalars, backend=backends.backend(backend_name))
+    assert_matches_python(actual, expected, backend_name)
+    with np.errstate(over="ignore"):
+        dry = program(x, *scalars, dry_run=True)
+    assert dry.dtype == np.asarray(actual).dtype
+
+
+@backends.backend_param
+def test_a_numpy_scalar_argument_stays_strong_and_compiles_apart(backend_name):
+    """``np.int64(2)`` is a strong int64 per example: float32 * int64 is float64. The same
+    function called first with the Python int must not reuse that program."""
+    x = np.array([1.5, 2.5], np.float32)
+    backend = backends.backend(backend_name)
+    assert np.asarray(times_k(x, 3, backend=backend)).dtype == np.float32
+    strong = times_k(x, np.int64(3), backend=backend)
+    assert np.asarray(strong).dtype == np.float64
+    assert times_k.python_function(x[0], np.int64(3)).dtype == np.float64
+    assert np.asarray(times_k(x, 3, backend=backend)).dtype == np.float32
