@@ -20,6 +20,8 @@ import numpy as np
 
 from pcbatch.mcmc import nuts
 
+__all__ = ["correlated_gaussian", "main"]
+
 RHO = 0.5  #: the correlation of neighbouring components
 
 

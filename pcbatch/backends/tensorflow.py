@@ -32,6 +32,8 @@ from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
 from pcbatch.vm import compact
 
+__all__ = ["TensorFlowBackend"]
+
 
 def _np_dtype(dtype) -> np.dtype:
     return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))

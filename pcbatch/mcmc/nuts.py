@@ -31,6 +31,8 @@ import numpy as np
 from pcbatch import callbacks, profiling
 from pcbatch.mcmc import diagnostics, gradients, program, progress
 
+__all__ = ["MAX_SUPPORTED_TREE_DEPTH", "KernelResults", "NoUTurnSampler", "NutsResult", "sample"]
+
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
 MAX_SUPPORTED_TREE_DEPTH = 15
 
