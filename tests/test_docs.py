@@ -48,6 +48,7 @@ RUN = {"python", "py"}
 OUTPUT = "output"
 PROSE = {"", "text"}
 
+
 def _name(path: pathlib.Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
 
@@ -175,9 +176,11 @@ def run_blocks(spec_path: str) -> int:
         code = compile(filename.read_text(), str(filename), "exec")
         print(f"--- {block['where']}", file=sys.stderr)
         printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            exec(code, namespace)
-        sys.stderr.write(printed.getvalue())
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(code, namespace)
+        finally:
+            sys.stderr.write(printed.getvalue())  # shown with the failure, if any
         if block["output"] is not None and not output_matches(block["output"], printed.getvalue()):
             print(
                 f"{block['where']}: printed\n{printed.getvalue()}\nbut the text shows\n"
@@ -267,6 +270,18 @@ def test_the_runner_reads_outputs_skips_and_wildcards(tmp_path):
     assert output_matches("(3,) 0.9...", "(3,) 0.9731  \n")
     assert not output_matches("1", "1\n2")
     assert not output_matches("a ... c", "a b d")
+
+
+def test_a_wrong_output_or_a_failing_block_fails_the_file(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```python\nx = 2\n```\n\n```py\nprint(x * 3)\n```\n```output\n6\n```\n")
+    _run_file(page, tmp_path, slow=False)  # names carry over from block to block
+    page.write_text("```python\nprint(7)\n```\n```output\n6\n```\n")
+    with pytest.raises(AssertionError, match="but the text shows"):
+        _run_file(page, tmp_path, slow=False)
+    page.write_text("\n\n```python\nimport pcbatch\n1 / 0\n```\n")
+    with pytest.raises(AssertionError, match=r"page_md_line3\.py\", line 5"):
+        _run_file(page, tmp_path, slow=False)  # the traceback gives the markdown's line
 
 
 def test_the_nuts_page_shows_the_signatures_defaults():
