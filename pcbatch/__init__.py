@@ -2,7 +2,14 @@
 
 Write a function for one example; pcbatch runs it over a whole batch, every
 batch member a thread with its own program counter.
+
+The public API is what ``__all__`` names here and in the modules the documentation
+names (``pcbatch.mcmc.nuts``, ``pcbatch.backends.jax``, ``pcbatch.dsl``, the seed's
+module names below, ...), each with an ``__all__`` of its own; the rest of the package
+(``pcbatch.ir``, ``pcbatch.passes``, ``pcbatch.vm``, ...) is internal and may change.
 """
+
+import importlib.util as _importlib_util
 
 from pcbatch.api import BatchedFunction, Context
 from pcbatch.backends.numpy import NumpyBackend
@@ -52,6 +59,12 @@ __all__ = [
     "sync",
     "truthy",
 ]
+# The compiled backends import their library when first used, and are exported where
+# it is installed (``from pcbatch import *`` then imports it).
+if _importlib_util.find_spec("jax") is not None:
+    __all__ += ["JaxBackend"]
+if _importlib_util.find_spec("tensorflow") is not None:
+    __all__ += ["TensorFlowBackend"]
 
 __version__ = "0.1.0"
 

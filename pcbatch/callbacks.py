@@ -32,6 +32,8 @@ import numpy as np
 from pcbatch import running
 from pcbatch.ir.types import TensorType, Type
 
+__all__ = ["HostCallbackWarning", "host_callback"]
+
 
 class HostCallbackWarning(UserWarning):
     """A backend cannot call the host from inside its compiled program."""

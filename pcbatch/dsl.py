@@ -56,6 +56,8 @@ from pcbatch.ir.nodes import (
 )
 from pcbatch.ir.types import flatten, is_pattern_node, is_python_scalar, map_pattern
 
+__all__ = ["FunctionBuilder", "FunctionHandle", "ModuleBuilder"]
+
 _THIS_FILE = os.path.normcase(os.path.abspath(__file__))
 _RESULT_PREFIX = "__ret"
 

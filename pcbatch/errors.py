@@ -4,6 +4,20 @@ from __future__ import annotations
 
 import enum
 
+__all__ = [
+    "AutobatchSyntaxError",
+    "BatchSizeError",
+    "ConditionShapeError",
+    "LaneStatus",
+    "NarrowingWarning",
+    "NestedBatchedCallError",
+    "PcbatchError",
+    "StackOverflowError",
+    "TypeInferenceError",
+    "UncheckedFailureError",
+    "VerificationError",
+]
+
 
 class PcbatchError(Exception):
     """Base class of pcbatch's own errors."""

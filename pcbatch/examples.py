@@ -11,6 +11,23 @@ import numpy as np
 from pcbatch import dsl
 from pcbatch.ir.nodes import Program
 
+__all__ = [
+    "build_collatz",
+    "build_fib",
+    "build_nuts_tree",
+    "build_tree",
+    "collatz",
+    "collatz_one",
+    "context",
+    "fib",
+    "fib_one",
+    "fib_peer",
+    "is_even",
+    "is_odd",
+    "nuts_tree_one",
+    "trajectories",
+]
+
 MOD = 65536  # keeps the tree program's integers small and its results exact
 
 

@@ -38,6 +38,16 @@ from typing import Any
 
 import numpy as np
 
+__all__ = [
+    "FuzzProgram",
+    "RandomChooser",
+    "ReplayChooser",
+    "compare",
+    "generate",
+    "load",
+    "mismatch",
+]
+
 INT_VARS = ("n", "a", "b")
 FLOAT_VARS = ("x", "y")
 EVENT_SHAPES = ((), (3,), (2, 2))

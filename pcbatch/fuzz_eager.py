@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 
+__all__ = ["eagerly"]
+
 
 @contextlib.contextmanager
 def eagerly(backend):

@@ -28,6 +28,8 @@ import numpy as np
 
 from pcbatch import fuzz
 
+__all__ = ["Pack", "check", "isolate", "pack", "shrink"]
+
 _CALL = re.compile(r"\bf(\d+)\(")
 
 

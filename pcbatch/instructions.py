@@ -4,7 +4,7 @@ The real home is ``pcbatch.ir``; this module re-exports it for users of the
 ``tfp.experimental.auto_batching.instructions`` API.
 """
 
-from pcbatch.ir.nodes import (  # noqa: F401
+from pcbatch.ir.nodes import (
     COPY,
     Block,
     BranchOp,
@@ -23,7 +23,34 @@ from pcbatch.ir.nodes import (  # noqa: F401
     SourceLoc,
     copy_op,
 )
-from pcbatch.ir.types import TensorType, Type, VariableAllocation  # noqa: F401
+from pcbatch.ir.types import TensorType, Type, VariableAllocation
+
+__all__ = [
+    "COPY",
+    "FULL",
+    "NULL",
+    "REGISTER",
+    "TEMPORARY",
+    "Block",
+    "BranchOp",
+    "ControlFlowGraph",
+    "Function",
+    "FunctionCallOp",
+    "GotoOp",
+    "HaltOp",
+    "IndirectGotoOp",
+    "Module",
+    "PopOp",
+    "PrimOp",
+    "Program",
+    "PushGotoOp",
+    "ReturnOp",
+    "SourceLoc",
+    "TensorType",
+    "Type",
+    "VariableAllocation",
+    "copy_op",
+]
 
 NULL = VariableAllocation.NULL
 TEMPORARY = VariableAllocation.TEMPORARY

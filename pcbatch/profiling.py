@@ -31,6 +31,8 @@ import dataclasses
 
 from pcbatch.ir import printer
 
+__all__ = ["Profile", "Series", "profile"]
+
 MAX_SERIES_POINTS = 2048
 
 

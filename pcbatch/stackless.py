@@ -1,3 +1,5 @@
 """Seed-compatible name for stackless execution (real home: ``pcbatch.vm.stackless``)."""
 
-from pcbatch.vm.stackless import execute  # noqa: F401
+from pcbatch.vm.stackless import execute
+
+__all__ = ["execute"]

@@ -3,4 +3,6 @@
 Importing this module imports TensorFlow.
 """
 
-from pcbatch.backends.tensorflow import TensorFlowBackend  # noqa: F401
+from pcbatch.backends.tensorflow import TensorFlowBackend
+
+__all__ = ["TensorFlowBackend"]

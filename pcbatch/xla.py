@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+__all__ = ["compile_nested_output"]
+
 
 def compile_nested_output(function: Callable, compile_fn: Callable | None = None) -> Callable:
     """``function`` compiled with XLA, returning the same nested structure it returns.

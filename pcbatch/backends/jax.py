@@ -39,6 +39,8 @@ from pcbatch.ir.setitem import align
 from pcbatch.ir.types import TensorType, Type, map_pattern
 from pcbatch.vm import compact
 
+__all__ = ["JaxBackend"]
+
 
 def _canonical(dtype) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))

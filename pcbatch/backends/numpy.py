@@ -20,6 +20,8 @@ import numpy as np
 from pcbatch.backends import batched_array
 from pcbatch.ir.types import TensorType, Type, VariableAllocation, map_pattern
 
+__all__ = ["NumpyBackend", "RegisterVariable", "StackVariable"]
+
 
 class StackFull(Exception):
     """Internal signal: a push found a full stack. The VM turns it into a user error."""

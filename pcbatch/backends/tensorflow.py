@@ -32,6 +32,8 @@ from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
 from pcbatch.vm import compact
 
+__all__ = ["TensorFlowBackend"]
+
 
 def _np_dtype(dtype) -> np.dtype:
     return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
@@ -618,9 +620,11 @@ class TensorFlowBackend:
             # selected by a value tf2xla does not fold: a test on a stateful random draw.
             # The draw is empty, so XLA, which folds what has no elements, reduces the
             # test to True and the selects to nothing (a scalar draw cost a kernel per
-            # constant leaf, each repeating the generator).
+            # constant leaf, each repeating the generator). A normal draw, not a uniform
+            # one: tf2xla logs a warning that seeds are ignored for every
+            # RandomUniform it compiles (the user would see it on the first call).
             if self._under_xla:
-                draw = tf.random.uniform([0], seed=_ANCHOR_SEED)  # stateful: never folded
+                draw = tf.random.normal([0], seed=_ANCHOR_SEED)  # stateful: never folded
                 self._tracing.anchor = tf.reduce_all(draw >= 0.0)
             try:
                 return function(inputs, *rest)

@@ -4,6 +4,8 @@ fence (reject what cannot be batched) -> parse (stdlib ast, the user's line
 numbers) -> to_ir (expressions become primitives, control flow becomes blocks).
 """
 
+__all__ = ["Context", "truthy"]
+
 
 def __getattr__(name: str):
     # The seed's ``frontend.Context`` and ``frontend.truthy`` (imported on first use:

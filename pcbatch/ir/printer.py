@@ -55,6 +55,8 @@ from pcbatch.ir.nodes import (
 )
 from pcbatch.ir.types import VariableAllocation, flatten, format_pattern, is_pattern_node
 
+__all__ = ["format_block", "format_function", "format_instruction", "format_program"]
+
 _INDENT = "  "
 
 

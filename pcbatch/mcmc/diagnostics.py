@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["effective_sample_size", "potential_scale_reduction"]
+
 
 def _autocovariance(x: np.ndarray) -> np.ndarray:
     """Per chain autocovariance along axis 0 (biased, by FFT)."""

@@ -31,6 +31,8 @@ import numpy as np
 from pcbatch import callbacks, profiling
 from pcbatch.mcmc import diagnostics, gradients, program, progress
 
+__all__ = ["MAX_SUPPORTED_TREE_DEPTH", "KernelResults", "NoUTurnSampler", "NutsResult", "sample"]
+
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
 MAX_SUPPORTED_TREE_DEPTH = 15
 
@@ -140,7 +142,8 @@ def sample(
         draws are identical under every policy, only the work differs.
       progress_bar: a tqdm bar of the draws finished over all chains, updated while
         the sampler runs (at most every 0.1 s). None (the default): on when tqdm is
-        installed and stderr is a terminal; False: off, and the program has no
+        installed and stderr is a terminal; True: on, and without tqdm a plain line on
+        stderr at every tenth of the draws; False: off, and the program has no
         callback at all. Draws are the same either way. Under TensorFlow with XLA the
         bar only fills at the end (see `pcbatch.callbacks`).
     """
@@ -178,7 +181,7 @@ def sample(
         options["backend"] = backend
     bar = None
     if show_progress:
-        bar = progress.DrawProgress(
+        bar = progress.new_bar(
             num_chains * (num_warmup + num_samples),
             description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
         )

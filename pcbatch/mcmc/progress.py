@@ -4,7 +4,8 @@ The whole sampler is one batched call, so progress comes from inside the running
 program: after each draw, the chains that finished it report through
 `pcbatch.host_callback` to `report_draws`, a constant of the compiled program that
 forwards to the bar of the run in progress. Counting is cheap (one addition per
-call); the tqdm bar is redrawn at most every `REFRESH_SECONDS`.
+call); the tqdm bar is redrawn at most every `REFRESH_SECONDS`. Without tqdm, a
+`LineProgress` prints a plain line at every tenth of the draws instead.
 
 Where the backend cannot call the host from its compiled program (TensorFlow under
 XLA) nothing is counted while it runs, and the bar jumps to the total at the end.
@@ -25,12 +26,18 @@ _active: DrawProgress | None = None
 
 
 def wanted(progress_bar: bool | None) -> bool:
-    """``progress_bar`` resolved: None means on when tqdm is installed and stderr is a TTY."""
+    """``progress_bar`` resolved: None means on when tqdm is installed and stderr is a TTY;
+    True is on, with tqdm or without it (`new_bar`)."""
     if progress_bar is None:
         return importlib.util.find_spec("tqdm") is not None and sys.stderr.isatty()
-    if progress_bar and importlib.util.find_spec("tqdm") is None:
-        raise ImportError("progress_bar=True needs tqdm: pip install 'pcbatch[progress]'")
     return bool(progress_bar)
+
+
+def new_bar(total: int, description: str) -> DrawProgress | LineProgress:
+    """A tqdm bar of ``total`` draws, or plain lines where tqdm is not installed."""
+    if importlib.util.find_spec("tqdm") is None:
+        return LineProgress(total, description)
+    return DrawProgress(total, description=description)
 
 
 class DrawProgress:
@@ -63,6 +70,47 @@ class DrawProgress:
     def _redraw(self, count: int) -> None:
         self.bar.update(count - self._shown)
         self._shown = count
+
+
+class LineProgress:
+    """Counts finished draws as `DrawProgress` does, without tqdm: one plain line when the
+    run starts, one at every tenth of ``total`` draws, one at the end."""
+
+    def __init__(self, total: int, description: str = "NUTS draws", file=None):
+        self.total = total
+        self.count = 0
+        self.description = description
+        self.file = file  # None: sys.stderr when a line is printed
+        self._tenths = 0  # tenths of the draws reported so far
+        self._start = time.monotonic()
+        self._lock = threading.Lock()  # JAX may call back from another thread
+        self._print(f"0 of {total:,}")
+
+    def add(self, draws: int) -> None:
+        with self._lock:
+            self.count += draws
+            tenths = 10 * self.count // self.total if self.total else 10
+            if self._tenths < tenths < 10:
+                self._tenths = tenths
+                self._print(self._share(self.count) + f" after {self._seconds()}")
+
+    def close(self, finished: bool) -> None:
+        """A finished run did every draw, whether or not each was reported."""
+        with self._lock:
+            if finished:
+                self._print(self._share(self.total) + f" in {self._seconds()}")
+            else:
+                self._print("stopped at " + self._share(self.count) + f" after {self._seconds()}")
+
+    def _share(self, count: int) -> str:
+        percent = 100 * count // self.total if self.total else 100
+        return f"{percent}% ({count:,} of {self.total:,})"
+
+    def _seconds(self) -> str:
+        return f"{time.monotonic() - self._start:.1f} s"
+
+    def _print(self, text: str) -> None:
+        print(f"{self.description}: {text}", file=self.file or sys.stderr, flush=True)
 
 
 def report_draws(chains) -> None:

@@ -20,6 +20,8 @@ import numpy as np
 
 from pcbatch.backends.batched_array import elementwise
 
+__all__ = ["normal", "stream", "threefry2x32", "uniform", "uniform_pair"]
+
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)
 _PARITY = np.uint32(0x1BD11BDA)
 

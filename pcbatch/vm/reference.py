@@ -44,6 +44,8 @@ from pcbatch.ir.nodes import (
 )
 from pcbatch.ir.types import flatten, is_pattern_node, map_pattern
 
+__all__ = ["Interpreter", "InterpreterError", "StepLimitError", "run", "run_batch"]
+
 
 class InterpreterError(PcbatchError, RuntimeError):
     """The program did something undefined (read an unassigned variable, ...)."""

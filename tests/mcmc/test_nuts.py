@@ -272,11 +272,23 @@ def test_the_bar_is_on_by_default_only_on_a_terminal(monkeypatch):
     assert not progress.wanted(False)
 
 
-def test_asking_for_the_bar_without_tqdm_is_a_clear_error(monkeypatch):
+def test_without_tqdm_the_bar_is_plain_lines(monkeypatch):
     monkeypatch.setattr(progress.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ImportError, match="pcbatch\\[progress\\]"):
-        progress.wanted(True)
-    assert not progress.wanted(None)
+    assert progress.wanted(True)
+    assert not progress.wanted(None)  # the default needs tqdm
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    bar = progress.new_bar(200, "NUTS draws")
+    assert isinstance(bar, progress.LineProgress)
+    for _ in range(50):
+        bar.add(4)
+    bar.close(finished=True)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "NUTS draws: 0 of 200"
+    assert [line.split(" (")[0] for line in lines[1:-1]] == [
+        f"NUTS draws: {tenth}0%" for tenth in range(1, 10)
+    ]
+    assert lines[-1].startswith("NUTS draws: 100% (200 of 200) in ")
 
 
 # -- backend= picks the gradient -------------------------------------------------
