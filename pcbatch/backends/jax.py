@@ -72,6 +72,15 @@ def _user_stacklevel() -> int:
     return level
 
 
+#: How a VM step picks its block (``JaxBackend(block_choice=...)``): "loops" (None: the
+#: default), a binary tree of loops that run at most once (`base.guarded_switch`), so
+#: nothing passed through is copied; "flat", one row of such loops; "switch", one
+#: ``lax.switch``, whose outputs XLA gives buffers of their own (copies), but which is one
+#: device-side choice. On a GPU each loop's predicate is read back on the host, which
+#: makes the tree cost about 2 log2(blocks) round trips per step.
+BLOCK_CHOICES = (None, "loops", "flat", "switch")
+
+
 class JaxBackend:
     """Runs batched programs as one jitted XLA computation (CPU, GPU or TPU).
 
@@ -94,11 +103,18 @@ class JaxBackend:
     staged = True
     index_dtype = np.dtype(np.int32)
 
-    def __init__(self, mesh=None, axis=None, gather: bool = False, compaction=None):
+    def __init__(
+        self, mesh=None, axis=None, gather: bool = False, compaction=None, block_choice=None
+    ):
         if mesh is None and (axis is not None or gather):
             raise ValueError("axis= and gather= shard the batch over a mesh: pass mesh= too")
         compact.check_option(compaction)
+        if block_choice not in BLOCK_CHOICES:
+            raise ValueError(
+                f"JaxBackend(block_choice=...) takes one of {BLOCK_CHOICES}, got {block_choice!r}"
+            )
         self.compaction = compaction
+        self.block_choice = block_choice
         self.sharding = None if mesh is None else BatchSharding(mesh, axis, gather)
         self._types = NumpyBackend()
         self.compile_cache: dict = {}
@@ -321,9 +337,12 @@ class JaxBackend:
         return lax.while_loop(cond, body, state)
 
     def switch(self, index, branches, state):
-        """Runs ``branches[index]`` on ``state``: a tree of loops that run at most once
-        (`base.guarded_switch`), so nothing passed through is copied."""
-        return base.guarded_switch(self, index, branches, state)
+        """Runs ``branches[index]`` on ``state``, as ``block_choice`` says (`BLOCK_CHOICES`)."""
+        choice = self.block_choice or "loops"
+        if choice == "switch":
+            return lax.switch(index, branches, state)
+        fan_out = len(branches) if choice == "flat" else 2
+        return base.guarded_switch(self, index, branches, state, fan_out=fan_out)
 
     def jit(self, function: Callable) -> Callable:
         return jax.jit(function)

@@ -100,3 +100,21 @@ def test_the_garbage_collector_is_paused_while_a_program_is_traced_then_restored
         assert not gc.isenabled()  # a collector the caller turned off stays off
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("choice", ["loops", "flat", "switch"])
+def test_every_block_choice_gives_the_per_example_results(choice):
+    """``block_choice`` changes how a step picks its block (GPU speed), never a result."""
+    backend = JaxBackend(block_choice=choice)
+    n = np.array([0, 1, 5, 9, 12])
+    np.testing.assert_array_equal(np.asarray(fib(n, backend=backend)), fib(n, dry_run=True))
+    x = np.array([1, 7, 27, 97, 3])
+    np.testing.assert_array_equal(np.asarray(collatz(x, backend=backend)), collatz(x, dry_run=True))
+    deep = np.array([40])
+    with pytest.raises(pcbatch.StackOverflowError):
+        fib(deep, backend=backend, max_stack_depth=10)
+
+
+def test_an_unknown_block_choice_is_named():
+    with pytest.raises(ValueError, match="block_choice"):
+        JaxBackend(block_choice="tree")
