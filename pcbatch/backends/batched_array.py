@@ -197,7 +197,7 @@ class WeakBatchedArray(BatchedArray):
 def _nep50(name: str, inputs) -> tuple:
     from pcbatch.backends import weak
 
-    convert = lambda x, dtype: BatchedArray(x.data.astype(dtype))  # noqa: E731
+    convert = lambda x, dtype: BatchedArray(_python_ints_as(x.data, dtype))  # noqa: E731
     inputs, weak_result = weak.convert_operands(name, tuple(inputs), convert)
     strip = lambda x: BatchedArray(x.data) if type(x) is WeakBatchedArray else x  # noqa: E731
     return tuple(strip(x) for x in inputs), weak_result
@@ -207,6 +207,21 @@ def _as_weak(result):
     if isinstance(result, tuple):
         return tuple(_as_weak(r) for r in result)
     return WeakBatchedArray(result.data) if type(result) is BatchedArray else result
+
+
+def _python_ints_as(data: np.ndarray, dtype) -> np.ndarray:
+    """Each example's Python number converted to ``dtype``, as NumPy 2 converts a Python
+    int beside an array of that dtype: one out of its range is an OverflowError (this
+    machine runs only the active examples, so every value here is one that Python
+    would convert)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu" and data.dtype.kind in "iu" and data.size:
+        info = np.iinfo(dtype)
+        outside = (data < info.min) | (data > info.max)
+        if outside.any():
+            value = int(data[np.flatnonzero(outside)[0]])
+            raise OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+    return data.astype(dtype)
 
 
 # ---------------------------------------------------------------------------

@@ -441,3 +441,45 @@ def test_a_numpy_scalar_argument_stays_strong_and_compiles_apart(backend_name):
     assert np.asarray(strong).dtype == np.float64
     assert times_k.python_function(x[0], np.int64(3)).dtype == np.float64
     assert np.asarray(times_k(x, 3, backend=backend)).dtype == np.float32
+
+
+@ctx.batch
+def add_counter_to_small(x, n):
+    s = x
+    for i in range(n):
+        s = x + i
+    return s
+
+
+@ctx.batch
+def add_number(x, k):
+    return x + k
+
+
+@pytest.mark.parametrize(
+    "backend_name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(
+                name != "numpy", strict=True,
+                reason="known gap: JAX and TensorFlow convert the int with wraparound "
+                "(docs/semantics/dtypes.md)",
+            ),
+        )
+        for name in backends.BACKEND_NAMES
+    ],
+)
+def test_a_python_int_out_of_the_arrays_range_is_an_overflow_error(backend_name):
+    """NumPy 2 raises for ``uint8_x + 256`` (a Python int it cannot convert)."""
+    x = np.array([1, 2], np.uint8)
+    with pytest.raises(OverflowError, match="Python integer 256 out of bounds for uint8"):
+        add_counter_to_small.python_function(x[0], 300)
+    backend = backends.backend(backend_name)
+    with pytest.raises(OverflowError, match="256 out of bounds for uint8"):
+        np.asarray(add_counter_to_small(x, np.array([300, 3]), backend=backend))
+    with pytest.raises(OverflowError, match="300 out of bounds for uint8"):
+        np.asarray(add_number(x, 300, backend=backend))
+    # In range, nothing is raised and the values are exact.
+    np.testing.assert_array_equal(add_counter_to_small(x, np.array([256, 3]), backend=backend),
+                                  [0, 4])
