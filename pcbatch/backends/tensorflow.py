@@ -207,16 +207,21 @@ def _without_control_dependencies(function: Callable) -> Callable:
     return call
 
 
-def _check_not_tf1_graph() -> None:
-    """Rejects building into a TF1-style graph (``with tf.Graph().as_default():`` and a
-    ``Session``): the staged machine's loop run that way returned zeros or never ended
-    (issue 25), so a call there raises instead of giving a wrong answer."""
-    if not tf.executing_eagerly() and not tf.inside_function():
-        raise PcbatchError(
-            "pcbatch's TensorFlowBackend cannot build into a TF1-style graph "
-            "(tf.Graph().as_default() with a Session), where its loop does not run right: "
-            "call the batched function eagerly, or inside a tf.function"
-        )
+def _in_tf1_graph() -> bool:
+    """Whether the call builds into a TF1-style graph (``with tf.Graph().as_default():``,
+    run by a ``tf.compat.v1.Session``) rather than running eagerly or tracing a
+    tf.function. There the staged program is the same tf.function, called from the
+    graph; what differs is TF1's rules for the code around it: ``==`` on tensors is
+    object identity (the machine uses `TensorFlowBackend.equal`), and an eager tensor
+    cannot enter the graph (`_graph_arguments`)."""
+    return not tf.executing_eagerly() and not tf.inside_function()
+
+
+def _graph_arguments(tree):
+    """``tree`` with its eager tensors as NumPy arrays, which a TF1-style graph takes as
+    constants (an eager tensor there raises "Attempting to capture an EagerTensor")."""
+    eager = lambda v: isinstance(v, tf.Tensor) and not tf.is_symbolic_tensor(v)
+    return tf.nest.map_structure(lambda v: v.numpy() if eager(v) else v, tree)
 
 
 def _in_xla_context() -> bool:
@@ -295,6 +300,21 @@ class TensorFlowBackend:
         # While tracing under XLA (see `jit`): per thread, as two threads may trace on
         # one backend at once.
         self._tracing = threading.local()
+
+    def check_environment(self) -> None:
+        """Raises where TensorFlow is set up in a way this backend cannot build under:
+        TensorFlow's v1 shapes (``tf.compat.v1.disable_v2_behavior()`` or
+        ``disable_v2_tensorshape()``), whose dimensions are ``Dimension`` objects where
+        the backend computes with ints. The rest of v1 behaviour is fine: TF1-style
+        graphs and Sessions, eager execution disabled, TF1's tensor equality."""
+        if not isinstance(tf.TensorShape([1])[0], int):
+            raise PcbatchError(
+                "pcbatch's TensorFlowBackend needs TensorFlow 2's TensorShape (dimensions "
+                "that are ints), which tf.compat.v1.disable_v2_behavior() or "
+                "disable_v2_tensorshape() turned off: call "
+                "tf.compat.v1.enable_v2_tensorshape() after them (TF1-style graphs, "
+                "Sessions and the rest of v1 behaviour work with it)"
+            )
 
     # -- types ------------------------------------------------------------------
     def type_of(self, t, preferred_dtype=None) -> TensorType:
@@ -411,6 +431,14 @@ class TensorFlowBackend:
 
     def any(self, x):
         return tf.reduce_any(x)
+
+    def equal(self, a, b):
+        """``a == b`` by element; the staged machine never writes ``==`` on tensors, which
+        in a TF1-style graph (``tf.Graph().as_default()``) is object identity."""
+        return tf.equal(a, b)
+
+    def not_equal(self, a, b):
+        return tf.not_equal(a, b)
 
     def minimum(self, a, b):
         return tf.minimum(a, b)
@@ -633,7 +661,8 @@ class TensorFlowBackend:
         traces: dict = {}
 
         def call(inputs, *rest):
-            _check_not_tf1_graph()
+            if _in_tf1_graph():
+                inputs, rest = _graph_arguments((inputs, rest))
             # tf.function traces NumPy arrays apart from tensors of the same shape and
             # dtype; as tensors, both kinds share one trace.
             inputs = tf.nest.map_structure(tf.convert_to_tensor, inputs)
@@ -653,7 +682,11 @@ class TensorFlowBackend:
         return call
 
     def from_host(self, tree):
-        """NumPy arrays as tensors, made eagerly even while a caller's function traces."""
+        """NumPy arrays as tensors, made eagerly even while a caller's function traces;
+        kept as NumPy in a TF1-style graph (the graph's constants belong to it, and the
+        compiled program, with what this makes for it, serves every graph)."""
+        if _in_tf1_graph():
+            return tree
         with tf.init_scope():
             return tf.nest.map_structure(tf.convert_to_tensor, tree)
 
