@@ -9,7 +9,10 @@ the function is compiled with XLA (``jit_compile=True``); ``jit_compile=False`` 
 graph without XLA. Primitives written with NumPy run on ``tf.experimental.numpy``;
 per-example primitives are vectorized with ``tf.vectorized_map``, except those that are
 only elementwise ops on per-example scalars, which run on the batch as written
-(`_ElementwiseCheck`). Works with today's TensorFlow release; one TensorFlow-internal
+(`_ElementwiseCheck`); TensorFlow's own functions take the per-example values too
+(``tf.reduce_sum(x, axis=-1)``: `pcbatch.backends.numpy_dispatch.Dispatched.__tf_tensor__`).
+Called eagerly, inside a tf.function, or building a TF1-style graph run by a Session
+(`_in_tf1_graph`). Works with today's TensorFlow release; one TensorFlow-internal
 function is used, to tell whether a caller's tf.function is XLA-compiled
 (`_in_xla_context`: there is no public test).
 """
