@@ -73,6 +73,12 @@ def _one_example(function: Callable, specs: Sequence) -> tuple:
     function both adapt). Into a plain graph, not a tf.function: nothing runs it, and a
     tf.function costs about twice as much to trace (Fibonacci: 5 traces, 31 ms -> 16 ms)
     for the same checks (a batched value used as a Python bool raises in both).
+
+    Except where a result is a Python bool: in a plain graph TensorFlow keeps TF1's rule
+    that ``==``/``!=`` on two tensors is object identity, so a user's
+    ``tf.reduce_max(x) == x`` gives False there, where the run compares. Such a
+    function is traced again in a function graph, as the run traces it (outside a
+    caller's TF1-style graph: `_outside_tf1_graph`).
     """
     by_specs = _EXAMPLES.setdefault(getattr(function, "__wrapped__", function), {})
     key = repr(tf.nest.map_structure(lambda s: (tuple(s.shape), s.dtype.name), list(specs)))
@@ -83,15 +89,23 @@ def _one_example(function: Callable, specs: Sequence) -> tuple:
             graph = tf.Graph()
             with graph.as_default():
                 placeholder = lambda s: tf.compat.v1.placeholder(s.dtype, s.shape)
-                outputs = as_tensors(*tf.nest.map_structure(placeholder, list(specs)))
-        except RuntimeError:
+                results = function(*tf.nest.map_structure(placeholder, list(specs)))
+                if any(type(r) is bool for r in tf.nest.flatten(results)):
+                    raise _ComparedByIdentity
+                outputs = map_pattern(tf.convert_to_tensor, results)
+        except (RuntimeError, _ComparedByIdentity):
             # A plain graph cannot capture the tensors or variables a function closes
             # over ("Attempting to capture an EagerTensor without building a function");
             # a function graph can.
-            traced = tf.compat.v1.wrap_function(as_tensors, list(specs))
+            wrap = lambda: tf.compat.v1.wrap_function(as_tensors, list(specs))
+            traced = _outside_tf1_graph(wrap)
             graph, outputs = traced.graph, traced.structured_outputs
         by_specs[key] = (graph, outputs)
     return by_specs[key]
+
+
+class _ComparedByIdentity(Exception):
+    """A one-example trace in a plain graph gave a Python bool (see `_one_example`)."""
 
 
 class _ElementwiseCheck:
@@ -213,10 +227,11 @@ def _without_control_dependencies(function: Callable) -> Callable:
 def _in_tf1_graph() -> bool:
     """Whether the call builds into a TF1-style graph (``with tf.Graph().as_default():``,
     run by a ``tf.compat.v1.Session``) rather than running eagerly or tracing a
-    tf.function. There the staged program is the same tf.function, called from the
-    graph; what differs is TF1's rules for the code around it: ``==`` on tensors is
-    object identity (the machine uses `TensorFlowBackend.equal`), and an eager tensor
-    cannot enter the graph (`_graph_arguments`)."""
+    tf.function. There the staged program is the same tf.function, traced outside the
+    graph (`_outside_tf1_graph`) and called from it; what differs is TF1's rules for
+    the code around the call: ``==`` on tensors is object identity (pcbatch compares
+    with `TensorFlowBackend.equal`), and an eager tensor cannot enter the graph
+    (`_graph_arguments`)."""
     return not tf.executing_eagerly() and not tf.inside_function()
 
 
@@ -225,6 +240,52 @@ def _graph_arguments(tree):
     constants (an eager tensor there raises "Attempting to capture an EagerTensor")."""
     eager = lambda v: isinstance(v, tf.Tensor) and not tf.is_symbolic_tensor(v)
     return tf.nest.map_structure(lambda v: v.numpy() if eager(v) else v, tree)
+
+
+def _outside_tf1_graph(trace: Callable):
+    """``trace()``, run as from eager code although the caller builds a TF1-style graph.
+
+    In a TF1-style graph TensorFlow keeps TF1's rules even inside the functions traced
+    there: ``t == u`` on tensors is object identity (False), not a comparison, and
+    ``tf.reduce_max(x) == x`` in a user's per-example code would quietly give False per
+    example. Traced in a thread of its own (TensorFlow's default graph and execution
+    mode are per thread; a new thread starts eager), a function means what it means
+    eagerly and in a tf.function; the caller's graph then calls it like any function.
+    The thread carries the caller's batched run (`pcbatch.running`), so a batched call
+    from a primitive is refused there as here. Elsewhere ``trace()`` runs here."""
+    if not _in_tf1_graph():
+        return trace()
+    from pcbatch import running
+
+    caller, outcome = running.current(), {}
+
+    def run():
+        try:
+            with running.inside(caller) if caller else contextlib.nullcontext():
+                outcome["value"] = trace()
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name="pcbatch-trace")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _trace_outside_graph(function, placed: Callable, args: tuple):
+    """``function``'s concrete function for ``args`` (tensors or NumPy arrays of a
+    caller's TF1-style graph), traced from their specs outside that graph
+    (`_outside_tf1_graph`)."""
+    spec = lambda v: None if v is None else tf.TensorSpec(v.shape, _np_dtype(v.dtype))
+    specs = tf.nest.map_structure(spec, args)
+
+    def trace():
+        with placed():
+            return function.get_concrete_function(*specs)
+
+    return _outside_tf1_graph(trace)
 
 
 def _in_xla_context() -> bool:
@@ -664,7 +725,8 @@ class TensorFlowBackend:
         traces: dict = {}
 
         def call(inputs, *rest):
-            if _in_tf1_graph():
+            tf1_graph = _in_tf1_graph()
+            if tf1_graph:
                 inputs, rest = _graph_arguments((inputs, rest))
             # tf.function traces NumPy arrays apart from tensors of the same shape and
             # dtype; as tensors, both kinds share one trace.
@@ -676,9 +738,14 @@ class TensorFlowBackend:
             leaves = tf.nest.flatten((inputs, *rest))
             signature = tuple((t.shape, t.dtype) for t in leaves if t is not None)
             device = self.basic_block_xla_device
-            with tf.device(device) if device is not None else contextlib.nullcontext():
-                if signature not in traces:
-                    traces[signature] = compiled.get_concrete_function(inputs, *rest)
+            placed = lambda: tf.device(device) if device is not None else contextlib.nullcontext()
+            if signature not in traces:
+                if tf1_graph:
+                    traces[signature] = _trace_outside_graph(compiled, placed, (inputs, *rest))
+                else:
+                    with placed():
+                        traces[signature] = compiled.get_concrete_function(inputs, *rest)
+            with placed():
                 return traces[signature](inputs, *rest)
 
         call.traced = compiled  # the tf.function, for inspection (its XLA program)

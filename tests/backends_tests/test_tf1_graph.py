@@ -56,12 +56,20 @@ def centred(v):
     return v - tf.reduce_mean(v, axis=-1, keepdims=True) * tf.cast(tf.shape(v)[0], v.dtype)
 
 
+@ctx.batch
+def compared(v):
+    # TF1 graphs keep TF1's rule that == on two tensors is object identity; pcbatch
+    # traces the run outside the caller's graph, so this compares, as per example.
+    return tf.reduce_max(v) == v, tf.where(tf.abs(v) != 3.0, v, 0.0)
+
+
 PROGRAMS = {
     "plus1": (plus1, np.array([1.0, 2.0, 3.0])),
     "branch": (branch, np.array([1.0, 2.0, 3.0])),
     "while": (doubling, np.array([0.5, 3.0, 12.0])),
     "fibonacci": (fib, np.array([1, 5, 7, 10])),
     "tf_ops": (centred, np.array([[1.0, 2.0, 6.0], [0.0, -3.0, 3.0]])),
+    "tf_compare": (compared, np.array([[1.0, 3.0, 6.0], [3.0, -3.0, 3.0]])),
 }
 
 _BACKENDS: dict = {}

@@ -103,6 +103,11 @@ if importlib.util.find_spec("tensorflow") is not None:
             n += 1
         return n, x
 
+    def tf_compare(x):
+        # == and != on what TensorFlow returned compare (TF1's rule, kept in plain and
+        # TF1-style graphs, would make them object identity: False).
+        return tf.reduce_max(x) == x, tf.where(tf.abs(x) != 3.0, x, 0.0)
+
     def tf_mixed(x):
         # NumPy on the per-example value, TensorFlow on NumPy's result.
         return tf.reduce_sum(np.sqrt(np.abs(x))) + np.sum(x, axis=-1)
@@ -118,6 +123,7 @@ if importlib.util.find_spec("tensorflow") is not None:
         "branch": (tf_branch, (V,)),
         "halving": (tf_halving, (V,)),
         "mixed": (tf_mixed, (V,)),
+        "compare": (tf_compare, (V,)),
     }
 
 
@@ -164,6 +170,9 @@ if importlib.util.find_spec("jax") is not None:
             n += 1
         return n, x
 
+    def jnp_compare(x):
+        return jnp.max(x) == x, jnp.where(jnp.abs(x) != 3.0, x, 0.0)
+
     def jnp_lax(x):
         # jax.lax takes JAX arrays: jnp.asarray gives the example's.
         return jax.lax.exp(jnp.asarray(x)) + jax.lax.reduce_max(jnp.asarray(x), (0,))
@@ -179,4 +188,5 @@ if importlib.util.find_spec("jax") is not None:
         "branch": (jnp_branch, (V,)),
         "halving": (jnp_halving, (V,)),
         "lax": (jnp_lax, (V,)),
+        "compare": (jnp_compare, (V,)),
     }

@@ -80,8 +80,9 @@ def test_tensorflow_functions_per_example(program):
     )
 
 
-#: the issue's own example, a reduction on matrices, a branch and a loop on TF values
-_COMPILED = ["sum_keepdims", "reductions", "branch", "halving"]
+#: the issue's own example, a reduction on matrices, a branch and a loop on TF values,
+#: comparisons of TF results
+_COMPILED = ["sum_keepdims", "reductions", "branch", "halving", "compare"]
 
 
 @pytest.mark.parametrize("program", _COMPILED)
