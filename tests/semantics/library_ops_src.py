@@ -12,6 +12,7 @@ import importlib.util
 
 import numpy as np
 
+S = np.array([1.0, -2.0, 0.5, 3.0])
 V = np.array([[1.0, 2.0, 3.0], [0.5, -4.0, 2.5], [3.0, 3.0, -1.0]])
 M = np.array(
     [[[1.0, 2.0], [3.0, 4.0]], [[0.0, -1.0], [2.5, 0.5]], [[2.0, 0.0], [0.0, 2.0]]]
@@ -60,6 +61,10 @@ NUMPY = {
 TENSORFLOW: dict = {}
 if importlib.util.find_spec("tensorflow") is not None:
     import tensorflow as tf
+
+    def tf_scalar(s):
+        # Per-example scalars: elementwise ops may run on the batch's vector at once.
+        return tf.math.log1p(tf.abs(s)) + tf.where(s > 0.0, s, -s) * tf.reduce_sum(s)
 
     def tf_sum_keepdims(x):
         return x + tf.reduce_sum(x, axis=-1, keepdims=True)
@@ -113,6 +118,7 @@ if importlib.util.find_spec("tensorflow") is not None:
         return tf.reduce_sum(np.sqrt(np.abs(x))) + np.sum(x, axis=-1)
 
     TENSORFLOW = {
+        "scalar": (tf_scalar, (S,)),
         "sum_keepdims": (tf_sum_keepdims, (V,)),
         "reductions": (tf_reductions, (M,)),
         "math": (tf_math, (V,)),
@@ -133,6 +139,9 @@ JAX: dict = {}
 if importlib.util.find_spec("jax") is not None:
     import jax
     import jax.numpy as jnp
+
+    def jnp_scalar(s):
+        return jnp.log1p(jnp.abs(s)) + jnp.where(s > 0.0, s, -s) * jnp.sum(s)
 
     def jnp_sum_keepdims(x):
         return x + jnp.sum(x, axis=-1, keepdims=True)
@@ -178,6 +187,7 @@ if importlib.util.find_spec("jax") is not None:
         return jax.lax.exp(jnp.asarray(x)) + jax.lax.reduce_max(jnp.asarray(x), (0,))
 
     JAX = {
+        "scalar": (jnp_scalar, (S,)),
         "sum_keepdims": (jnp_sum_keepdims, (V,)),
         "reductions": (jnp_reductions, (M,)),
         "math": (jnp_math, (V,)),
