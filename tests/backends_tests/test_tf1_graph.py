@@ -152,3 +152,10 @@ def test_v1_tensorshape_is_rejected_at_the_call_with_the_fix():
             plus1(tf.constant([1.0]), backend=_backend(False))
     finally:
         tf.compat.v1.enable_v2_tensorshape()
+
+
+def test_placeholder_with_an_unknown_dimension_is_rejected_at_the_call():
+    with tf.Graph().as_default():
+        fed = tf.compat.v1.placeholder(tf.float64, [None])
+        with pytest.raises(pcbatch.BatchSizeError, match="placeholder whose shape is fully known"):
+            plus1(fed, backend=_backend(False))
