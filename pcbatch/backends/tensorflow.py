@@ -78,13 +78,20 @@ def _one_example(function: Callable, specs: Sequence) -> tuple:
     that ``==``/``!=`` on two tensors is object identity, so a user's
     ``tf.reduce_max(x) == x`` gives False there, where the run compares. Such a
     function is traced again in a function graph, as the run traces it (outside a
-    caller's TF1-style graph: `_outside_tf1_graph`).
+    caller's TF1-style graph: `_outside_tf1_graph`). And where the function reads
+    tensors or variables from outside (eager ones, or a caller's TF1-style graph's),
+    which only a function graph nested where they live can capture.
     """
     by_specs = _EXAMPLES.setdefault(getattr(function, "__wrapped__", function), {})
     key = repr(tf.nest.map_structure(lambda s: (tuple(s.shape), s.dtype.name), list(specs)))
     if key not in by_specs:
-        # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
-        as_tensors = lambda *args: map_pattern(tf.convert_to_tensor, function(*args))
+        def as_tensors(*args):
+            results = function(*args)
+            _identity_compared(results)
+            # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
+            return map_pattern(tf.convert_to_tensor, results)
+
+        wrap = lambda: tf.compat.v1.wrap_function(as_tensors, list(specs))
         try:
             graph = tf.Graph()
             with graph.as_default():
@@ -93,12 +100,13 @@ def _one_example(function: Callable, specs: Sequence) -> tuple:
                 if any(type(r) is bool for r in tf.nest.flatten(results)):
                     raise _ComparedByIdentity
                 outputs = map_pattern(tf.convert_to_tensor, results)
-        except (RuntimeError, _ComparedByIdentity):
-            # A plain graph cannot capture the tensors or variables a function closes
-            # over ("Attempting to capture an EagerTensor without building a function");
-            # a function graph can.
-            wrap = lambda: tf.compat.v1.wrap_function(as_tensors, list(specs))
+        except _ComparedByIdentity:
             traced = _outside_tf1_graph(wrap)
+            graph, outputs = traced.graph, traced.structured_outputs
+        except (RuntimeError, ValueError) as error:
+            if not _captures(error):
+                raise
+            traced = wrap()  # nested here: it captures what the function reads
             graph, outputs = traced.graph, traced.structured_outputs
         by_specs[key] = (graph, outputs)
     return by_specs[key]
@@ -106,6 +114,46 @@ def _one_example(function: Callable, specs: Sequence) -> tuple:
 
 class _ComparedByIdentity(Exception):
     """A one-example trace in a plain graph gave a Python bool (see `_one_example`)."""
+
+
+def _identity_compared(results) -> None:
+    """Refuses a function graph's trace that gave a Python bool under TF1's rules (in a
+    caller's TF1-style graph, where a function that reads that graph's tensors must be
+    traced): there ``==``/``!=`` on two tensors is object identity, not a comparison."""
+    if tf.compat.v1.executing_eagerly_outside_functions():
+        return
+    if any(type(r) is bool for r in tf.nest.flatten(results)):
+        from pcbatch.backends.scalars import OtherLibraryError
+
+        raise OtherLibraryError(
+            "this per-example code reads tensors or variables of your TF1-style graph, so "
+            "it is traced in that graph, where TensorFlow compares two tensors with == or "
+            "!= by object identity (a Python bool, not a comparison): write "
+            "tf.equal(a, b) / tf.not_equal(a, b), or pass those tensors to the batched "
+            "function as arguments"
+        )
+
+
+#: what TensorFlow raises where a graph uses a tensor or variable it cannot capture: an
+#: eager one in a plain graph, or one of a TF1-style graph in a graph not nested in it
+_CAPTURE_ERRORS = (
+    "Attempting to capture an EagerTensor",
+    "must be from the same graph",
+    "is not an element of this graph",
+)
+
+
+def _captures(error: BaseException | None) -> bool:
+    """Whether ``error`` (or one it was raised in handling) is a failed capture."""
+    for _ in range(8):
+        if error is None:
+            return False
+        if isinstance(error, (RuntimeError, ValueError, TypeError)) and any(
+            text in str(error) for text in _CAPTURE_ERRORS
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class _ElementwiseCheck:
@@ -252,7 +300,11 @@ def _outside_tf1_graph(trace: Callable):
     mode are per thread; a new thread starts eager), a function means what it means
     eagerly and in a tf.function; the caller's graph then calls it like any function.
     The thread carries the caller's batched run (`pcbatch.running`), so a batched call
-    from a primitive is refused there as here. Elsewhere ``trace()`` runs here."""
+    from a primitive is refused there as here. Elsewhere ``trace()`` runs here.
+
+    A function that reads tensors or variables of the caller's graph can only be traced
+    nested in it: that trace runs here, under TF1's rules (`_identity_compared` refuses
+    the comparisons they would silently turn into False)."""
     if not _in_tf1_graph():
         return trace()
     from pcbatch import running
@@ -270,7 +322,9 @@ def _outside_tf1_graph(trace: Callable):
     thread.start()
     thread.join()
     if "error" in outcome:
-        raise outcome["error"]
+        if not _captures(outcome["error"]):
+            raise outcome["error"]
+        return trace()
     return outcome["value"]
 
 

@@ -556,11 +556,19 @@ def _with_batch_dims(program: Program, args) -> list:
     for name, arg in zip(program.vars_in, args):
         types = flatten(program.var_types[name].tensors)
         leaves = [
-            leaf if machine.leads_with_batch(leaf, t) else np.asarray(leaf)[None]
+            leaf if machine.leads_with_batch(leaf, t) else _with_leading_one(leaf)
             for leaf, t in zip(flatten(arg), types)
         ]
         inputs.append(_unflatten(program.var_types[name].tensors, leaves))
     return inputs
+
+
+def _with_leading_one(leaf):
+    """``leaf`` with a leading dimension of size 1; a library's own array stays one (a
+    symbolic tensor or a tracer, in a caller's graph or jit, has no NumPy value)."""
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.ndarray):
+        return leaf[None]
+    return np.asarray(leaf)[None]
 
 
 def execute(

@@ -159,3 +159,67 @@ def test_placeholder_with_an_unknown_dimension_is_rejected_at_the_call():
         fed = tf.compat.v1.placeholder(tf.float64, [None])
         with pytest.raises(pcbatch.BatchSizeError, match="placeholder whose shape is fully known"):
             plus1(fed, backend=_backend(False))
+
+
+#: a tensor of the caller's graph, which `scaled` reads as a global
+graph_scale = None
+
+
+@ctx.batch
+def scaled(x):
+    return x * graph_scale
+
+
+@ctx.batch
+def scaled_and_compared(x):
+    return tf.reduce_max(x * graph_scale) == x * graph_scale
+
+
+@ctx.batch
+def compared_with(x, s):
+    return tf.reduce_max(x * s) == x * s
+
+
+@pytest.mark.parametrize("xla", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("kind", ["placeholder", "variable"])
+def test_per_example_code_reads_the_graphs_tensors_and_variables(kind, xla):
+    """Such code is traced nested in the caller's graph, which alone can capture them."""
+    global graph_scale
+    with tf.Graph().as_default():
+        if kind == "placeholder":
+            graph_scale = tf.compat.v1.placeholder(tf.float64, [])
+            feed = {graph_scale: 3.0}
+        else:
+            graph_scale = tf.Variable(3.0, dtype=tf.float64)
+            feed = {}
+        out = scaled(tf.constant([1.0, 2.0], tf.float64), backend=_backend(xla))
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run(out, feed), [3.0, 6.0])
+    graph_scale = None
+
+
+def test_identity_comparison_in_code_traced_in_the_graph_is_rejected():
+    """Traced in the caller's TF1 graph (it reads the graph's placeholder), ``==`` on two
+    tensors would be object identity there: rejected at the line, saying what to write;
+    the same code given the tensor as an argument compares."""
+    global graph_scale
+    v = np.array([[1.0, 3.0], [2.0, 2.0]])
+    expected = compared_with(v, 3.0, dry_run=True)
+    with tf.Graph().as_default():
+        graph_scale = tf.compat.v1.placeholder(tf.float64, [])
+        with pytest.raises(pcbatch.PcbatchError, match=r"tf\.equal\(a, b\)"):
+            scaled_and_compared(tf.constant(v), backend=_backend(False))
+        out = compared_with(tf.constant(v), graph_scale, backend=_backend(False))
+        with tf.compat.v1.Session() as sess:
+            np.testing.assert_array_equal(sess.run(out, {graph_scale: 3.0}), expected)
+    graph_scale = None
+
+
+def test_a_scalar_tensor_argument_is_broadcast_inside_a_tf_function():
+    """Broadcast like a leading dimension of size 1, without a NumPy value (symbolic)."""
+    backend = _backend(False)
+    doubled = tf.function(lambda x, s: compared_with(x, s, backend=backend))
+    v = np.array([[1.0, 3.0], [2.0, 2.0]])
+    result = doubled(tf.constant(v), tf.constant(3.0, tf.float64))
+    np.testing.assert_array_equal(result.numpy(), compared_with(v, 3.0, dry_run=True))
