@@ -712,6 +712,9 @@ class Context:
         backend = _backend_named(options.get("backend")) or _backend_for(values)
         if hasattr(backend, "compile_cache"):
             self._backends_used.add(backend)
+        check = getattr(backend, "check_environment", None)
+        if check is not None:  # settings of its library that it cannot run under
+            check()
         program = self.program(name)
         with running.inside((name, self)):
             return self._run_program(program, values, options, backend, refill)

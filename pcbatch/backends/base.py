@@ -149,7 +149,7 @@ def guarded_switch(
         parts = min(fan_out, hi - lo)
         bounds = [lo + (hi - lo) * j // parts for j in range(parts + 1)]
         for start, stop in zip(bounds, bounds[1:]):
-            enter = _within(index, start, stop, lo, hi)
+            enter = _within(ops, index, start, stop, lo, hi)
             if stop - start == 1:  # a loop around one branch (which may carry a part)
                 state = once(enter, branches[start], state)
             else:
@@ -159,14 +159,14 @@ def guarded_switch(
     return run(0, len(branches), state)
 
 
-def _within(index, start: int, stop: int, lo: int, hi: int):
+def _within(ops, index, start: int, stop: int, lo: int, hi: int):
     """``start <= index < stop``, given ``lo <= index < hi`` (bounds that hold are not tested)."""
     if start == lo:
         return index < stop
     if stop == hi:
         return index >= start
     if stop - start == 1:
-        return index == start
+        return ops.equal(index, start)
     return (index >= start) & (index < stop)
 
 

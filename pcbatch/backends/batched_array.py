@@ -27,6 +27,7 @@ import numpy as np
 
 from pcbatch.backends.scalars import (
     BatchedValueError,
+    OtherLibraryCall,
     as_python_round,
     as_python_scalar,
     ndarray_method,
@@ -121,6 +122,9 @@ class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __array__(self, dtype=None, copy=None):
         self._needs_one_value("array (np.asarray)")
+
+    def __tf_tensor__(self, dtype=None, name=None):
+        raise OtherLibraryCall("TensorFlow", "TensorFlowBackend()")
 
     # -- methods that mirror NumPy functions --------------------------------
     def astype(self, dtype, **kwargs) -> BatchedArray:
@@ -478,6 +482,10 @@ _RULES.pop(np.broadcast_to)  # its shape argument is per-example: leave it to th
 def vectorize(function: Callable) -> Callable:
     """``function`` written for one example, applied to batched arrays ``[batch, *s]``."""
 
+    from pcbatch.backends import numpy_dispatch
+
+    numpy_dispatch.register_with_jax()  # jnp functions on per-example values: per example
+
     def batched(*args):
         wrapped = [_wrap_input(a) for a in args]
         try:
@@ -509,9 +517,13 @@ def _warn_slow(function: Callable, error: Exception) -> None:
         return
     _warned.add(key)
     where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else repr(function)
+    advice = (
+        "" if isinstance(error, OtherLibraryCall)
+        else ": use np.where in plain helpers, or batch the helper with ctx.batch"
+    )
     warnings.warn(
         f"the primitive at {where} runs one example at a time ({error}). Results are right, "
-        "but slow: use np.where in plain helpers, or batch the helper with ctx.batch.",
+        f"but slow{advice}.",
         PerExampleFallbackWarning,
         stacklevel=3,
     )

@@ -236,6 +236,12 @@ class JaxBackend:
     def any(self, x):
         return jnp.any(x)
 
+    def equal(self, a, b):
+        return jnp.equal(a, b)
+
+    def not_equal(self, a, b):
+        return jnp.not_equal(a, b)
+
     def minimum(self, a, b):
         return jnp.minimum(a, b)
 

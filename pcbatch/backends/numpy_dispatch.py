@@ -12,6 +12,7 @@ program runs on every backend unchanged.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ import numpy as np
 
 from pcbatch.backends.scalars import (
     BatchedValueError,
+    OtherLibraryCall,
+    OtherLibraryError,
     as_python_round,
     as_python_scalar,
     ndarray_method,
@@ -132,6 +135,26 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
     def __getattr__(self, name: str):
         return ndarray_method(self, name)
 
+    # The backend's own functions on a per-example value (``tf.reduce_sum(x, axis=-1)``,
+    # ``jnp.sum(x)``): the value converts to the array it wraps, which inside the
+    # backend's map (tf.vectorized_map, jax.vmap) or a trace on one example holds ONE
+    # example, so axes, shapes and reductions are the example's own.
+    def __tf_tensor__(self, dtype=None, name=None):
+        if self.xp.__name__ != _TF_NUMPY:
+            raise OtherLibraryError(_other_library("TensorFlow", self.xp))
+        import tensorflow as tf
+
+        value = self.value
+        if dtype is None and self.weak and self.dtype.kind == "f":
+            # One example's weak value is a Python float, which TensorFlow makes float32.
+            value = tf.cast(value, tf.float32)
+        return tf.convert_to_tensor(value, dtype=dtype, name=name)
+
+    def __jax_array__(self):
+        if self.xp.__name__ != _JAX_NUMPY:
+            raise OtherLibraryError(_other_library("JAX", self.xp))
+        return self.value
+
     def _wrap(self, value):
         return wrap(value, self.xp)
 
@@ -174,6 +197,58 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         if weak_result:
             return _as_weak(self._wrap(target(*args, **unwrap(kwargs))))
         return self._wrap(target(*args, **unwrap(kwargs)))
+
+
+_TF_NUMPY = "tensorflow.experimental.numpy"
+_JAX_NUMPY = "jax.numpy"
+_BACKEND_OF = {_TF_NUMPY: ("TensorFlow", "tf.*"), _JAX_NUMPY: ("JAX", "jnp.*")}
+
+
+def _other_library(library: str, xp) -> str:
+    backend, functions = _BACKEND_OF.get(xp.__name__, (xp.__name__, "its functions"))
+    return (
+        f"a {library} function got a per-example value of the {backend} backend: "
+        f"{library} code runs on the {library} backend only (call the batched function "
+        f"with {library} arrays, or pass its backend). Here use {functions} or NumPy "
+        "functions (np.*), which run on every backend"
+    )
+
+
+def register_with_jax() -> None:
+    """Lets ``jax.numpy`` functions take per-example values (`Dispatched` on the JAX
+    backend). Most of them are jitted, and a jitted function takes only JAX types and
+    pytrees (JAX no longer converts ``__jax_array__`` objects at its boundary): as a
+    pytree the value passes its array in and is rebuilt inside, where ``jnp.asarray``
+    calls ``__jax_array__``. A `BatchedArray` (the NumPy backend's value) raises
+    `BatchedValueError` when flattened, which runs the primitive one example at a time,
+    as for any other library's function. Idempotent; does nothing until JAX is imported
+    (code that calls JAX has imported it)."""
+    global _registered_with_jax
+    if _registered_with_jax or "jax" not in sys.modules:
+        return
+    import jax
+
+    from pcbatch.backends import batched_array
+
+    def flatten(x):
+        if x.xp.__name__ != _JAX_NUMPY:
+            raise OtherLibraryError(_other_library("JAX", x.xp))
+        return (x.value,), x.xp
+
+    for kind in (Dispatched, WeakDispatched):
+        jax.tree_util.register_pytree_node(
+            kind, flatten, lambda xp, children, kind=kind: kind(children[0], xp)
+        )
+
+    def batched(x):
+        raise OtherLibraryCall("JAX", "JaxBackend()")
+
+    for kind in (batched_array.BatchedArray, batched_array.WeakBatchedArray):
+        jax.tree_util.register_pytree_node(kind, batched, lambda _, children: None)
+    _registered_with_jax = True
+
+
+_registered_with_jax = False
 
 
 class WeakDispatched(Dispatched):
@@ -311,9 +386,30 @@ def _tensorflow_round(xp):
     return round_
 
 
+def _tensorflow_norm(xp):
+    """``np.linalg.norm`` with its default ``ord`` (the 2-norm of a vector, Frobenius of
+    a matrix: both the root of the sum of squares), which TensorFlow's NumPy lacks."""
+    import tensorflow as tf
+
+    def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
+        if ord is not None:
+            raise TypeError(
+                f"np.linalg.norm(x, ord={ord!r}) on the TensorFlow backend: only the "
+                "default ord is supported; use tf.norm(x, ord=...)"
+            )
+        axis = tuple(axis) if isinstance(axis, list) else axis
+        return tf.norm(x, ord="euclidean", axis=axis, keepdims=keepdims)
+
+    return norm
+
+
 #: NumPy functions whose counterpart in a namespace is replaced
 _REPLACED = {
-    "tensorflow.experimental.numpy": {"round": _tensorflow_round, "around": _tensorflow_round}
+    "tensorflow.experimental.numpy": {
+        "round": _tensorflow_round,
+        "around": _tensorflow_round,
+        "norm": _tensorflow_norm,
+    }
 }
 
 
@@ -363,12 +459,42 @@ def unwrap(value: Any) -> Any:
     return value
 
 
+def _mixing_advice(error: Exception) -> str | None:
+    """What to write instead, where ``error`` comes from mixing a library's own values
+    with functions that cannot take them; None for any other error."""
+    text = str(error)
+    if isinstance(error, ValueError) and "__jax_array__" in text:
+        # jax.lax's functions take JAX types only (not even pytrees of them).
+        return (
+            "a jax.lax function got a per-example value: write jnp.asarray(x) first (it "
+            "gives the example's JAX array), or use the jax.numpy function"
+        )
+    if type(error).__name__ == "TracerArrayConversionError":
+        library, own = "JAX", "jax.numpy"
+    elif isinstance(error, NotImplementedError) and "symbolic tf.Tensor" in text:
+        library, own = "TensorFlow", "tf.* or tf.experimental.numpy"
+    else:
+        return None
+    return (
+        f"a NumPy function got what a {library} function returned ({error}): the "
+        f"value has no NumPy array while the batch is traced. Use {own} functions on "
+        f"{library} results, or NumPy functions on the per-example values themselves"
+    )
+
+
 def adapt(function: Callable, namespace: str) -> Callable:
     """``function`` (written with NumPy) applied to arrays of the library ``namespace``."""
     xp = importlib.import_module(namespace)
+    register_with_jax()
 
     def adapted(*args):
-        return unwrap(function(*wrap(args, xp)))
+        try:
+            return unwrap(function(*wrap(args, xp)))
+        except (ValueError, TypeError, NotImplementedError) as e:
+            advice = _mixing_advice(e)
+            if advice is None:
+                raise
+            raise OtherLibraryError(advice) from e
 
     adapted.__name__ = getattr(function, "__name__", "primitive")
     adapted.__wrapped__ = function

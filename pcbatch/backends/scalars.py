@@ -16,6 +16,24 @@ class BatchedValueError(TypeError):
     """A batched value was used where one Python value is needed."""
 
 
+class OtherLibraryError(TypeError):
+    """A per-example value met a function that cannot take it: another array library's
+    (``tf.reduce_sum`` on the JAX backend), or NumPy's on what a traced library
+    function returned. The message says what to write instead."""
+
+
+class OtherLibraryCall(BatchedValueError):
+    """On the NumPy backend, another library's function (``tf.*``, ``jnp.*``) got a
+    per-example value: the primitive runs one example at a time instead."""
+
+    def __init__(self, library: str, backend: str):
+        super().__init__(
+            f"a {library} function got a per-example value of the NumPy backend; call "
+            f"the batched function with {library} arrays (or pass backend={backend}) to "
+            f"batch {library} code"
+        )
+
+
 #: ndarray methods that are the same-named NumPy function applied to the array
 #: (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``); other attribute names are not
 #: turned into functions (``x.size`` is data, not ``np.size``).

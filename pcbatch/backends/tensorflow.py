@@ -9,7 +9,10 @@ the function is compiled with XLA (``jit_compile=True``); ``jit_compile=False`` 
 graph without XLA. Primitives written with NumPy run on ``tf.experimental.numpy``;
 per-example primitives are vectorized with ``tf.vectorized_map``, except those that are
 only elementwise ops on per-example scalars, which run on the batch as written
-(`_ElementwiseCheck`). Works with today's TensorFlow release; one TensorFlow-internal
+(`_ElementwiseCheck`); TensorFlow's own functions take the per-example values too
+(``tf.reduce_sum(x, axis=-1)``: `pcbatch.backends.numpy_dispatch.Dispatched.__tf_tensor__`).
+Called eagerly, inside a tf.function, or building a TF1-style graph run by a Session
+(`_in_tf1_graph`). Works with today's TensorFlow release; one TensorFlow-internal
 function is used, to tell whether a caller's tf.function is XLA-compiled
 (`_in_xla_context`: there is no public test).
 """
@@ -72,25 +75,87 @@ def _one_example(function: Callable, specs: Sequence) -> tuple:
     function both adapt). Into a plain graph, not a tf.function: nothing runs it, and a
     tf.function costs about twice as much to trace (Fibonacci: 5 traces, 31 ms -> 16 ms)
     for the same checks (a batched value used as a Python bool raises in both).
+
+    Except where a result is a Python bool: in a plain graph TensorFlow keeps TF1's rule
+    that ``==``/``!=`` on two tensors is object identity, so a user's
+    ``tf.reduce_max(x) == x`` gives False there, where the run compares. Such a
+    function is traced again in a function graph, as the run traces it (outside a
+    caller's TF1-style graph: `_outside_tf1_graph`). And where the function reads
+    tensors or variables from outside (eager ones, or a caller's TF1-style graph's),
+    which only a function graph nested where they live can capture.
     """
     by_specs = _EXAMPLES.setdefault(getattr(function, "__wrapped__", function), {})
     key = repr(tf.nest.map_structure(lambda s: (tuple(s.shape), s.dtype.name), list(specs)))
     if key not in by_specs:
-        # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
-        as_tensors = lambda *args: map_pattern(tf.convert_to_tensor, function(*args))
+        def as_tensors(*args):
+            results = function(*args)
+            _identity_compared(results)
+            # As tensors, Python numbers take the dtypes tf.vectorized_map gives them.
+            return map_pattern(tf.convert_to_tensor, results)
+
+        wrap = lambda: tf.compat.v1.wrap_function(as_tensors, list(specs))
         try:
             graph = tf.Graph()
             with graph.as_default():
                 placeholder = lambda s: tf.compat.v1.placeholder(s.dtype, s.shape)
-                outputs = as_tensors(*tf.nest.map_structure(placeholder, list(specs)))
-        except RuntimeError:
-            # A plain graph cannot capture the tensors or variables a function closes
-            # over ("Attempting to capture an EagerTensor without building a function");
-            # a function graph can.
-            traced = tf.compat.v1.wrap_function(as_tensors, list(specs))
+                results = function(*tf.nest.map_structure(placeholder, list(specs)))
+                if any(type(r) is bool for r in tf.nest.flatten(results)):
+                    raise _ComparedByIdentity
+                outputs = map_pattern(tf.convert_to_tensor, results)
+        except _ComparedByIdentity:
+            traced = _outside_tf1_graph(wrap)
+            graph, outputs = traced.graph, traced.structured_outputs
+        except (RuntimeError, ValueError) as error:
+            if not _captures(error):
+                raise
+            traced = wrap()  # nested here: it captures what the function reads
             graph, outputs = traced.graph, traced.structured_outputs
         by_specs[key] = (graph, outputs)
     return by_specs[key]
+
+
+class _ComparedByIdentity(Exception):
+    """A one-example trace in a plain graph gave a Python bool (see `_one_example`)."""
+
+
+def _identity_compared(results) -> None:
+    """Refuses a function graph's trace that gave a Python bool under TF1's rules (in a
+    caller's TF1-style graph, where a function that reads that graph's tensors must be
+    traced): there ``==``/``!=`` on two tensors is object identity, not a comparison."""
+    if tf.compat.v1.executing_eagerly_outside_functions():
+        return
+    if any(type(r) is bool for r in tf.nest.flatten(results)):
+        from pcbatch.backends.scalars import OtherLibraryError
+
+        raise OtherLibraryError(
+            "this per-example code reads tensors or variables of your TF1-style graph, so "
+            "it is traced in that graph, where TensorFlow compares two tensors with == or "
+            "!= by object identity (a Python bool, not a comparison): write "
+            "tf.equal(a, b) / tf.not_equal(a, b), or pass those tensors to the batched "
+            "function as arguments"
+        )
+
+
+#: what TensorFlow raises where a graph uses a tensor or variable it cannot capture: an
+#: eager one in a plain graph, or one of a TF1-style graph in a graph not nested in it
+_CAPTURE_ERRORS = (
+    "Attempting to capture an EagerTensor",
+    "must be from the same graph",
+    "is not an element of this graph",
+)
+
+
+def _captures(error: BaseException | None) -> bool:
+    """Whether ``error`` (or one it was raised in handling) is a failed capture."""
+    for _ in range(8):
+        if error is None:
+            return False
+        if isinstance(error, (RuntimeError, ValueError, TypeError)) and any(
+            text in str(error) for text in _CAPTURE_ERRORS
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class _ElementwiseCheck:
@@ -209,16 +274,74 @@ def _without_control_dependencies(function: Callable) -> Callable:
     return call
 
 
-def _check_not_tf1_graph() -> None:
-    """Rejects building into a TF1-style graph (``with tf.Graph().as_default():`` and a
-    ``Session``): the staged machine's loop run that way returned zeros or never ended
-    (issue 25), so a call there raises instead of giving a wrong answer."""
-    if not tf.executing_eagerly() and not tf.inside_function():
-        raise PcbatchError(
-            "pcbatch's TensorFlowBackend cannot build into a TF1-style graph "
-            "(tf.Graph().as_default() with a Session), where its loop does not run right: "
-            "call the batched function eagerly, or inside a tf.function"
-        )
+def _in_tf1_graph() -> bool:
+    """Whether the call builds into a TF1-style graph (``with tf.Graph().as_default():``,
+    run by a ``tf.compat.v1.Session``) rather than running eagerly or tracing a
+    tf.function. There the staged program is the same tf.function, traced outside the
+    graph (`_outside_tf1_graph`) and called from it; what differs is TF1's rules for
+    the code around the call: ``==`` on tensors is object identity (pcbatch compares
+    with `TensorFlowBackend.equal`), and an eager tensor cannot enter the graph
+    (`_graph_arguments`)."""
+    return not tf.executing_eagerly() and not tf.inside_function()
+
+
+def _graph_arguments(tree):
+    """``tree`` with its eager tensors as NumPy arrays, which a TF1-style graph takes as
+    constants (an eager tensor there raises "Attempting to capture an EagerTensor")."""
+    eager = lambda v: isinstance(v, tf.Tensor) and not tf.is_symbolic_tensor(v)
+    return tf.nest.map_structure(lambda v: v.numpy() if eager(v) else v, tree)
+
+
+def _outside_tf1_graph(trace: Callable):
+    """``trace()``, run as from eager code although the caller builds a TF1-style graph.
+
+    In a TF1-style graph TensorFlow keeps TF1's rules even inside the functions traced
+    there: ``t == u`` on tensors is object identity (False), not a comparison, and
+    ``tf.reduce_max(x) == x`` in a user's per-example code would quietly give False per
+    example. Traced in a thread of its own (TensorFlow's default graph and execution
+    mode are per thread; a new thread starts eager), a function means what it means
+    eagerly and in a tf.function; the caller's graph then calls it like any function.
+    The thread carries the caller's batched run (`pcbatch.running`), so a batched call
+    from a primitive is refused there as here. Elsewhere ``trace()`` runs here.
+
+    A function that reads tensors or variables of the caller's graph can only be traced
+    nested in it: that trace runs here, under TF1's rules (`_identity_compared` refuses
+    the comparisons they would silently turn into False)."""
+    if not _in_tf1_graph():
+        return trace()
+    from pcbatch import running
+
+    caller, outcome = running.current(), {}
+
+    def run():
+        try:
+            with running.inside(caller) if caller else contextlib.nullcontext():
+                outcome["value"] = trace()
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name="pcbatch-trace")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        if not _captures(outcome["error"]):
+            raise outcome["error"]
+        return trace()
+    return outcome["value"]
+
+
+def _trace_outside_graph(function, placed: Callable, args: tuple):
+    """``function``'s concrete function for ``args`` (tensors or NumPy arrays of a
+    caller's TF1-style graph), traced from their specs outside that graph
+    (`_outside_tf1_graph`)."""
+    spec = lambda v: None if v is None else tf.TensorSpec(v.shape, _np_dtype(v.dtype))
+    specs = tf.nest.map_structure(spec, args)
+
+    def trace():
+        with placed():
+            return function.get_concrete_function(*specs)
+
+    return _outside_tf1_graph(trace)
 
 
 def _in_xla_context() -> bool:
@@ -297,6 +420,21 @@ class TensorFlowBackend:
         # While tracing under XLA (see `jit`): per thread, as two threads may trace on
         # one backend at once.
         self._tracing = threading.local()
+
+    def check_environment(self) -> None:
+        """Raises where TensorFlow is set up in a way this backend cannot build under:
+        TensorFlow's v1 shapes (``tf.compat.v1.disable_v2_behavior()`` or
+        ``disable_v2_tensorshape()``), whose dimensions are ``Dimension`` objects where
+        the backend computes with ints. The rest of v1 behaviour is fine: TF1-style
+        graphs and Sessions, eager execution disabled, TF1's tensor equality."""
+        if not isinstance(tf.TensorShape([1])[0], int):
+            raise PcbatchError(
+                "pcbatch's TensorFlowBackend needs TensorFlow 2's TensorShape (dimensions "
+                "that are ints), which tf.compat.v1.disable_v2_behavior() or "
+                "disable_v2_tensorshape() turned off: call "
+                "tf.compat.v1.enable_v2_tensorshape() after them (TF1-style graphs, "
+                "Sessions and the rest of v1 behaviour work with it)"
+            )
 
     # -- types ------------------------------------------------------------------
     def type_of(self, t, preferred_dtype=None) -> TensorType:
@@ -413,6 +551,14 @@ class TensorFlowBackend:
 
     def any(self, x):
         return tf.reduce_any(x)
+
+    def equal(self, a, b):
+        """``a == b`` by element; the staged machine never writes ``==`` on tensors, which
+        in a TF1-style graph (``tf.Graph().as_default()``) is object identity."""
+        return tf.equal(a, b)
+
+    def not_equal(self, a, b):
+        return tf.not_equal(a, b)
 
     def minimum(self, a, b):
         return tf.minimum(a, b)
@@ -637,7 +783,9 @@ class TensorFlowBackend:
         traces: dict = {}
 
         def call(inputs, *rest):
-            _check_not_tf1_graph()
+            tf1_graph = _in_tf1_graph()
+            if tf1_graph:
+                inputs, rest = _graph_arguments((inputs, rest))
             # tf.function traces NumPy arrays apart from tensors of the same shape and
             # dtype; as tensors, both kinds share one trace.
             inputs = tf.nest.map_structure(tf.convert_to_tensor, inputs)
@@ -648,16 +796,25 @@ class TensorFlowBackend:
             leaves = tf.nest.flatten((inputs, *rest))
             signature = tuple((t.shape, t.dtype) for t in leaves if t is not None)
             device = self.basic_block_xla_device
-            with tf.device(device) if device is not None else contextlib.nullcontext():
-                if signature not in traces:
-                    traces[signature] = compiled.get_concrete_function(inputs, *rest)
+            placed = lambda: tf.device(device) if device is not None else contextlib.nullcontext()
+            if signature not in traces:
+                if tf1_graph:
+                    traces[signature] = _trace_outside_graph(compiled, placed, (inputs, *rest))
+                else:
+                    with placed():
+                        traces[signature] = compiled.get_concrete_function(inputs, *rest)
+            with placed():
                 return traces[signature](inputs, *rest)
 
         call.traced = compiled  # the tf.function, for inspection (its XLA program)
         return call
 
     def from_host(self, tree):
-        """NumPy arrays as tensors, made eagerly even while a caller's function traces."""
+        """NumPy arrays as tensors, made eagerly even while a caller's function traces;
+        kept as NumPy in a TF1-style graph (the graph's constants belong to it, and the
+        compiled program, with what this makes for it, serves every graph)."""
+        if _in_tf1_graph():
+            return tree
         with tf.init_scope():
             return tf.nest.map_structure(tf.convert_to_tensor, tree)
 

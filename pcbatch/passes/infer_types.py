@@ -73,7 +73,7 @@ _BOOL_OF_TRACED = (
 
 
 def _advice(error: Exception) -> str:
-    if type(error).__name__ == "BatchedValueError":
+    if _says_what_to_write(error):
         return ""  # pcbatch's own, which says what to write instead
     if type(error).__name__ in _BOOL_OF_TRACED:
         return (
@@ -87,6 +87,17 @@ def _advice(error: Exception) -> str:
             "(for an optional value, a boolean flag beside it, or a sentinel such as np.nan)."
         )
     return "Make it accept any value of those types, or give the function a type_inference."
+
+
+def _says_what_to_write(error: BaseException | None) -> bool:
+    """Whether ``error``, or the error it was raised in handling (a library that wraps
+    the conversion error of `OtherLibraryError` in its own), is pcbatch's advice."""
+    seen = 0
+    while error is not None and seen < 8:
+        if type(error).__name__ in ("BatchedValueError", "OtherLibraryError"):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
 
 
 def _is_types_pattern(x: Any) -> bool:

@@ -110,7 +110,7 @@ class Compaction:
         narrow = [self._narrow(blocks[index], j) for j, blocks in enumerate(self.narrow_blocks)]
 
         def run(state):
-            active = ops.count(state["pc"]["top"] == index)
+            active = ops.count(ops.equal(state["pc"]["top"], index))
             # Branch j runs when widths[j-1] < active <= widths[j]; the last one is full width.
             choice = sum(ops.as_index(active > k) for k in widths)
             return ops.switch(choice, [*narrow, block], state)
@@ -124,7 +124,8 @@ class Compaction:
         keys = touched(m, block.block)
 
         def run(state):
-            rows = m.ops.active_rows(state["pc"]["top"] == block.index, self.widths[bucket])
+            mask = m.ops.equal(state["pc"]["top"], block.index)
+            rows = m.ops.active_rows(mask, self.widths[bucket])
             before = gather(m, state, rows, keys)
             state = scatter(m, state, before, block(before), rows)
             if "compacted" in state:  # profiling

@@ -173,7 +173,7 @@ def choose(ops, plan: Plan, pc, wait):
         exiting = holding & plan.exits
         block = ops.where(ops.any(exiting), ops.argmax(exiting), block)
     block = ops.where(ops.any(holding), block, plan.halt)
-    waited = holding & (ops.arange(plan.halt) != block)
+    waited = holding & ops.not_equal(ops.arange(plan.halt), block)
     return block, ops.where(waited, wait + 1, 0)
 
 
@@ -183,7 +183,7 @@ def _most_threads(ops, plan: Plan, counts, holding, eligible, wait):
     split the threads of a recursion tree and cost more steps)."""
     gathered = eligible & ~ops.any_from(holding, plan.arrivals)
     eligible = ops.where(ops.any(gathered), gathered, eligible)
-    lowest = ops.arange(plan.halt) == ops.argmax(eligible)
+    lowest = ops.equal(ops.arange(plan.halt), ops.argmax(eligible))
     in_recursion = ops.any(lowest & plan.recursive)
     eligible = ops.where(in_recursion, lowest, eligible & ~plan.recursive)
     starving = eligible & (wait >= plan.starvation_bound)
@@ -205,6 +205,8 @@ class _NumpyOps:
     argmax = staticmethod(np.argmax)
     minimum = staticmethod(np.minimum)
     zeros = staticmethod(np.zeros)
+    equal = staticmethod(np.equal)
+    not_equal = staticmethod(np.not_equal)
 
     @staticmethod
     def bincount(x, length: int):

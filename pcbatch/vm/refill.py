@@ -285,14 +285,14 @@ class StagedRefill:
         ``group`` of them (or as many as there are pending inputs) are free."""
         ops, count = self.m.ops, self.count
         r = state["refill"]
-        done = (state["pc"]["top"] == self.m.halt) & (r["lane_input"] < count)
+        done = ops.equal(state["pc"]["top"], self.m.halt) & (r["lane_input"] < count)
         # Outside any conditional, so XLA scatters into the [N, ...] buffers in place
         # (a conditional branch that writes a buffer copies it).
         out = self._collect(state, done)
         r = dict(r, out=out, lane_input=ops.where(done, count, r["lane_input"]))
         state = dict(state, refill=r)
         pending = count - r["cursor"]
-        free = ops.count(state["pc"]["top"] == self.m.halt)
+        free = ops.count(ops.equal(state["pc"]["top"], self.m.halt))
         start = ops.any(done) & (pending > 0) & (free >= ops.minimum(pending, self.group))
         index = ops.where(start, ops.scalar_int(1), ops.scalar_int(0))
         return ops.switch(index, [lambda s: s, self._refill], state)
@@ -313,7 +313,7 @@ class StagedRefill:
         ops, layout, count = self.m.ops, self.m.layout, self.count
         lanes = layout.batch_size
         r = dict(state["refill"])
-        free = state["pc"]["top"] == self.m.halt
+        free = ops.equal(state["pc"]["top"], self.m.halt)
         new = r["cursor"] + ops.cumulative_count(free) - 1
         take = free & (new < count)
         r["lane_input"] = ops.where(take, new, r["lane_input"])

@@ -72,7 +72,8 @@ def check_known_shapes(program: Program, args: Sequence) -> None:
                     f"{program.main}(): argument {machine._local(name)!r} has shape "
                     f"{shape}, with a dimension unknown while tracing; pcbatch compiles for "
                     "known shapes. In a tf.function, give an input_signature with every "
-                    "dimension known, or none (then it traces once per shape)"
+                    "dimension known, or none (then it traces once per shape); in a TF1 "
+                    "graph, a placeholder whose shape is fully known"
                 )
 
 

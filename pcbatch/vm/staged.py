@@ -102,7 +102,7 @@ def lane_status(ops, pc, halt: int):
     where = ops.where
     int_ = ops.scalar_int if hasattr(ops, "scalar_int") else np.int32
     failed = where(pc > 2 * halt, int_(ERROR), int_(STACK_OVERFLOW))
-    return where(pc == halt, int_(OK), where(pc > halt, failed, int_(STEP_LIMIT)))
+    return where(ops.equal(pc, halt), int_(OK), where(pc > halt, failed, int_(STEP_LIMIT)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +178,8 @@ class _Block:
         # The block runs when the step chose it: comparing with that choice rather than
         # with this block's index makes the masked updates alike across blocks, and XLA
         # compiles alike kernels once (Fibonacci x100 on TF-XLA: 30 -> 25 kernels).
-        mask = state["pc"]["top"] == state.get("block", self.index)
+        # (ops.equal, not ==: in a TF1-style graph == on tensors is object identity.)
+        mask = m.ops.equal(state["pc"]["top"], state.get("block", self.index))
         env: dict = {}
         for op, function, fault in zip(self.block.instructions, self.functions, self.faults):
             if isinstance(op, PopOp):
@@ -555,11 +556,19 @@ def _with_batch_dims(program: Program, args) -> list:
     for name, arg in zip(program.vars_in, args):
         types = flatten(program.var_types[name].tensors)
         leaves = [
-            leaf if machine.leads_with_batch(leaf, t) else np.asarray(leaf)[None]
+            leaf if machine.leads_with_batch(leaf, t) else _with_leading_one(leaf)
             for leaf, t in zip(flatten(arg), types)
         ]
         inputs.append(_unflatten(program.var_types[name].tensors, leaves))
     return inputs
+
+
+def _with_leading_one(leaf):
+    """``leaf`` with a leading dimension of size 1; a library's own array stays one (a
+    symbolic tensor or a tracer, in a caller's graph or jit, has no NumPy value)."""
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype") and not isinstance(leaf, np.ndarray):
+        return leaf[None]
+    return np.asarray(leaf)[None]
 
 
 def execute(
@@ -588,7 +597,7 @@ def execute(
     count = machine.batch_size_of(program, args)
     inputs = _with_batch_dims(program, args)
     prof = profiling.current()
-    signature = tuple((tuple(np.shape(x)), _dtype_name(x)) for x in flatten(inputs))
+    signature = tuple((_static_shape(x), _dtype_name(x)) for x in flatten(inputs))
     profiled = prof is not None
     sharding = getattr(backend, "sharding", None) if count else None
     key = (id(program), count, signature, max_stack_depth, max_steps, profiled, refill)
@@ -622,7 +631,7 @@ def execute(
     if (tracing or return_status) and refill is None and can_fail(staged):
         # Not in the compiled run itself: an eager call that is not asked for a status
         # raises instead, and its compiled program stays as it was.
-        outputs = poison(backend, outputs, info["pc"] == staged.halt)
+        outputs = poison(backend, outputs, backend.equal(info["pc"], staged.halt))
     result = outputs[0] if len(outputs) == 1 else outputs
     checked = getattr(backend, "safety_checks", True)
     if tracing:
@@ -763,6 +772,13 @@ def collector_paused():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _static_shape(value) -> tuple:
+    """The shape as ints (None where unknown): with TensorFlow's v1 behaviour
+    (``tf.compat.v1.disable_v2_behavior()``) a tensor's dimensions are ``Dimension``
+    objects, which do not hash."""
+    return tuple(getattr(d, "value", d) for d in np.shape(value))
 
 
 def _dtype_name(value) -> str:

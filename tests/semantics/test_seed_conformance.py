@@ -180,22 +180,6 @@ def test_xla_compile_nested_output_keeps_the_structure():
     np.testing.assert_allclose(result["b"][0], [2.0, 4.0])
 
 
-@pytest.mark.parametrize("jit_compile", [True, False])
-def test_tf1_graph_mode_is_an_error_not_zeros_or_a_hang(jit_compile):
-    if "tensorflow" not in backends.BACKEND_NAMES:
-        pytest.skip("TensorFlow is not installed")
-    import tensorflow as tf
-
-    ctx = ab.Context()
-
-    @ctx.batch
-    def plus1(x):
-        return x + 1
-
-    with tf.Graph().as_default(), pytest.raises(ab.PcbatchError, match="TF1-style graph"):
-        plus1(tf.constant([1.0, 2.0]), backend=ab.TensorFlowBackend(jit_compile=jit_compile))
-
-
 @ab.batched_primitive
 def _row_norms(v):
     # Written for a whole batch, as the seed's primitives are: axis -1 is the event.
