@@ -225,3 +225,34 @@ def test_seed_backend_constructor_arguments():
                           "tensorflow")
     with pytest.raises(ValueError, match="while_parallel_iterations"):
         ab.TensorFlowBackend(while_parallel_iterations=0)
+
+
+INT32 = ab.TensorType(np.int32, ())
+
+
+def _pick(x):
+    ans = 1
+    if x > 4:
+        ans = 3
+    return ans
+
+
+def _add(x, k):
+    return x + k
+
+
+@backends.backend_param
+def test_declared_int32_result_takes_literals_and_python_scalar_inputs(backend_name):
+    """Item 3: a declared int32 result on int32 inputs holds the literals ``1``/``3``
+    and ``x + 5`` with the Python int 5 passed as an argument (the seed promotes scalar
+    inputs); both were type errors ("cannot hold") before."""
+    ctx = ab.Context()
+    declared = lambda *types: [INT32]  # noqa: E731
+    pick = ctx.batch_uncurried(_pick, declared)
+    add = ctx.batch_uncurried(_add, declared)
+    x = np.array([1, 5, 9], np.int32)
+    backend = backends.backend(backend_name)
+    picked = np.asarray(pick(x, backend=backend))
+    assert picked.dtype == np.int32 and picked.tolist() == [1, 3, 3]
+    added = np.asarray(add(x, 5, backend=backend))
+    assert added.dtype == np.int32 and added.tolist() == [6, 10, 14]
