@@ -224,7 +224,11 @@ def _python_ints_as(data: np.ndarray, dtype) -> np.ndarray:
         outside = (data < info.min) | (data > info.max)
         if outside.any():
             value = int(data[np.flatnonzero(outside)[0]])
-            raise OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+            from pcbatch.errors import lane_check_failed
+
+            raise lane_check_failed(
+                OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+            )
     return data.astype(dtype)
 
 

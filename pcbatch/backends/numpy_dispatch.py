@@ -262,7 +262,10 @@ class WeakDispatched(Dispatched):
 def _nep50(name: str, inputs) -> tuple:
     from pcbatch.backends import weak
 
-    convert = lambda x, dtype: Dispatched(x.xp.asarray(x.value, dtype=dtype), x.xp)  # noqa: E731
+    def convert(x, dtype):
+        weak.note_conversion(x.value, dtype, x.xp)
+        return Dispatched(x.xp.asarray(x.value, dtype=dtype), x.xp)
+
     inputs, weak_result = weak.convert_operands(name, tuple(inputs), convert)
     strip = lambda x: Dispatched(x.value, x.xp) if type(x) is WeakDispatched else x  # noqa: E731
     return tuple(strip(x) for x in inputs), weak_result

@@ -18,6 +18,8 @@ Example: ``acc + x`` with ``acc`` weak int and ``x`` float32 computes
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -57,27 +59,115 @@ def mark(x: Any) -> Any:
 _WRAPPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def with_weak_inputs(function: Callable, weak_flags: list) -> Callable:
+def with_weak_inputs(function: Callable, weak_flags: list, overflow_at: str | None = None):
     """A per-example ``function`` whose inputs flagged in ``weak_flags`` (one pattern of
-    bools per argument) arrive marked weak."""
+    bools per argument) arrive marked weak. With ``overflow_at`` (where the user wrote
+    it), a compiled machine also checks that every weak int it converts fits the array's
+    dtype (`overflow_probe`): NumPy 2 raises OverflowError where one does not."""
     try:
         by_flags = _WRAPPERS.setdefault(function, {})
     except TypeError:  # not weakly referable: no sharing
         by_flags = {}
-    key = repr(weak_flags)
+    key = (repr(weak_flags), overflow_at)
     if key not in by_flags:
-        by_flags[key] = _marking(function, weak_flags)
+        by_flags[key] = _marking(function, weak_flags, overflow_at)
     return by_flags[key]
 
 
-def _marking(function: Callable, weak_flags: list) -> Callable:
+def _marking(function: Callable, weak_flags: list, overflow_at: str | None) -> Callable:
     def marked(*args):
         return function(*(_mark_pattern(a, f) for a, f in zip(args, weak_flags)))
 
     marked.__name__ = getattr(function, "__name__", "primitive")
     marked.weak_flags = weak_flags
     marked.__wrapped__ = function
+    if overflow_at is not None:
+        marked.faulting_per_example = overflow_probe(marked)
+        marked.error = lambda: _overflow_error(overflow_at)
     return marked
+
+
+# -- weak ints out of an array's range, on compiled machines ----------------------------
+# The NumPy machine runs a block for its active examples only and raises at once
+# (`batched_array._python_ints_as`). A compiled loop cannot raise: it runs the primitive
+# once more as a probe, which records, per example, whether a conversion of a weak int
+# left the target dtype's range; the machine stops those examples and raises after the
+# run (`pcbatch.vm.staged.faulted_at`). XLA shares the probe's arithmetic with the
+# primitive's own.
+
+_PROBE = threading.local()
+
+
+@contextlib.contextmanager
+def _collecting_overflow():
+    flags: list = []
+    previous = getattr(_PROBE, "flags", None)
+    _PROBE.flags = flags
+    try:
+        yield flags
+    finally:
+        _PROBE.flags = previous
+
+
+def note_conversion(value: Any, dtype: Any, xp) -> None:
+    """Inside a probe: records whether the weak int ``value`` is outside ``dtype``'s range."""
+    flags = getattr(_PROBE, "flags", None)
+    if flags is None:
+        return
+    target = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+    source = np.dtype(getattr(value.dtype, "as_numpy_dtype", value.dtype))
+    if target.kind not in "iu" or source.kind not in "iu":
+        return
+    wanted, held = np.iinfo(target), np.iinfo(source)
+    # Only bounds the value's own dtype can pass (a comparison with an int it cannot
+    # hold fails to convert on JAX and TensorFlow).
+    if wanted.min > held.min:
+        flags.append(xp.less(value, xp.asarray(wanted.min, dtype=source)))
+    if wanted.max < held.max:
+        flags.append(xp.greater(value, xp.asarray(wanted.max, dtype=source)))
+
+
+def overflow_probe(marked: Callable) -> Callable:
+    """A per-example function: True where ``marked`` converts a weak int out of range."""
+
+    def probe(*args):
+        import numpy
+
+        with _collecting_overflow() as flags:
+            marked(*args)
+        if not flags:
+            return numpy.asarray(False)
+        xp = _namespace_of(flags[0])
+        any_flag = flags[0]
+        for flag in flags[1:]:
+            any_flag = xp.logical_or(any_flag, flag)
+        return any_flag
+
+    probe.__name__ = f"{marked.__name__}_overflow_probe"
+    return probe
+
+
+def _namespace_of(array: Any):
+    module = type(array).__module__ or ""
+    if module.startswith(("jax", "jaxlib")):
+        import jax.numpy
+
+        return jax.numpy
+    if module.startswith("tensorflow"):
+        import tensorflow.experimental.numpy
+
+        return tensorflow.experimental.numpy
+    return np
+
+
+def _overflow_error(where: str) -> OverflowError:
+    from pcbatch.errors import lane_check_failed
+
+    return lane_check_failed(OverflowError(
+        f"Python integer out of bounds for the dtype of the array it meets (at {where}); "
+        "NumPy 2 raises here too: keep the number in the array's range, or convert the "
+        "array first (x.astype(np.int64))"
+    ))
 
 
 def _mark_pattern(value: Any, flags: Any) -> Any:

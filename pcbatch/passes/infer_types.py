@@ -468,7 +468,21 @@ def with_weak_inputs(op: PrimOp, in_types: Sequence[Type]) -> PrimOp:
     if not op.per_example or all(map(is_weak, leaves)) or not any(map(is_weak, leaves)):
         return op
     flags = [map_pattern(is_weak, t.tensors) for t in in_types]
-    return dataclasses.replace(op, function=weak_values.with_weak_inputs(op.function, flags))
+    overflow_at = str(op.loc) if _may_overflow(leaves) else None
+    function = weak_values.with_weak_inputs(op.function, flags, overflow_at)
+    return dataclasses.replace(op, function=function)
+
+
+def _may_overflow(leaves: Sequence) -> bool:
+    """Whether a weak int among ``leaves`` may meet an int array that cannot hold every
+    int64 (int8 to int32, unsigned): NumPy 2 raises for one out of its range."""
+    weak_int = any(is_weak(t) and np.dtype(t.dtype).kind in "iu" for t in leaves)
+    narrow = any(
+        not is_weak(t) and np.dtype(t.dtype).kind in "iu"
+        and (np.dtype(t.dtype).kind == "u" or np.dtype(t.dtype).itemsize < 8)
+        for t in leaves
+    )
+    return weak_int and narrow
 
 
 def with_weak_results(op: PrimOp, in_types: Sequence[Type], result: Type) -> Type:

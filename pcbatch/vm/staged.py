@@ -671,7 +671,7 @@ def can_fail(staged: StagedMachine) -> bool:
     program calls), a step limit is set, or a run-time check may fail."""
     blocks = staged.program.graph.blocks
     calls = any(isinstance(b.terminator, PushGotoOp) for b in blocks)
-    checks = any(_fault_rows(op, np) is not None for b in blocks for op in b.instructions)
+    checks = any(_has_check(op) for b in blocks for op in b.instructions)
     return calls or checks or bool(staged.layout.full) or staged.max_steps is not None
 
 
@@ -860,18 +860,26 @@ def _traced(staged: StagedMachine, backend):
 
 
 def _fault_rows(op, backend):
-    """The batched form of ``op``'s run-time check (its rows that fail), or None."""
-    faulting = getattr(op.function, "faulting", None) if isinstance(op, PrimOp) else None
-    if faulting is None:
+    """The batched form of ``op``'s run-time check (its rows that fail), or None: a
+    batched ``faulting``, or a per-example ``faulting_per_example`` (a weak int's
+    overflow probe, `backends.weak.overflow_probe`) mapped over the batch."""
+    if not _has_check(op):
         return None
+    faulting = getattr(op.function, "faulting", None)
+    if faulting is None:
+        return backend.vectorize(op.function.faulting_per_example)
     adapt = getattr(backend, "adapt", None)
     return adapt(faulting) if adapt is not None else faulting
 
 
+def _has_check(op) -> bool:
+    function = getattr(op, "function", None) if isinstance(op, PrimOp) else None
+    return hasattr(function, "faulting") or hasattr(function, "faulting_per_example")
+
+
 def _fault_error(block) -> Exception:
     """The error of the run-time check that failed in ``block``."""
-    checks = [op for op in block.instructions if getattr(op, "function", None) is not None]
-    check = next(op for op in checks if hasattr(op.function, "faulting"))
+    check = next(op for op in block.instructions if _has_check(op))
     return check.function.error()
 
 
