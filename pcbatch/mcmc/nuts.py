@@ -403,7 +403,7 @@ def _flat_state(state, backend) -> tuple:
             f"their lengths are {chains}"
         )
     num_chains = next(iter(chains.values()))
-    libraries = {gradients.array_library(leaf) for leaf in leaves}
+    libraries = {gradients.array_library(leaf) for leaf in leaves} | {_library(leaves[0], backend)}
     dtype = np.result_type(
         *(np.dtype(getattr(leaf.dtype, "as_numpy_dtype", leaf.dtype)) for leaf in leaves)
     )

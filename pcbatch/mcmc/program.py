@@ -1,10 +1,13 @@
 """The No-U-Turn Sampler written for ONE chain, in the Python pcbatch batches.
 
-`build` returns the batched entry point
-``run_chain(q, step_size, seed, chain, first_draw)``: warmup and sampling for one
-chain, every draw in one loop, so a chain whose trajectory ends early starts its
-next draw while other chains are still building trees (cross-trajectory
-batching). The tree is built recursively, as in Hoffman & Gelman's paper:
+`build` returns the batched entry point ``run_chain(*chain_state, data, seed,
+chain, first_draw, plan)``: warmup and sampling for one chain, every draw in one
+loop, so a chain whose trajectory ends early starts its next draw while other
+chains are still building trees (cross-trajectory batching). ``chain_state`` is a
+`warmup.ChainState` (the host's start, or what the previous call returned, packed),
+``data`` the tuple of the data's leaves that ``value_and_grad(q, data)`` receives,
+and ``plan`` the run-time schedule (which draws this call runs, the warmup's
+windows; see `warmup.START`). The tree is built recursively, as in Hoffman & Gelman's paper:
 ``build_tree`` of depth ``d`` is two subtrees of depth ``d - 1``.
 
 The leapfrog step is its own function, discovered last, so its block (the
@@ -20,8 +23,10 @@ schedule, so chains unwinding their trees all meet before the next descent.
 With ``on_draw`` (a host function), the chains that finish a draw report it through
 `pcbatch.host_callback` (the progress bar); without it the program has no callback.
 
-Constants (buffer sizes, the schedule, the gradient function) are closure variables
-of `build`, so pcbatch treats them as constants.
+Constants (the draw buffer's length, the gradient function, the event shape) are
+closure variables of `build`, so pcbatch treats them as constants; the numbers of
+draws, the warmup schedule and the data are arguments, so a new value of any of
+them runs in the program already compiled.
 """
 
 from __future__ import annotations
