@@ -263,10 +263,13 @@ def _sample(
     else:
         initial_state = _float_state(initial_state, backend)
     dtype = np.dtype(getattr(initial_state.dtype, "as_numpy_dtype", initial_state.dtype))
+    library = _library(initial_state, backend)
+    if library == "jax":  # the dtype JAX runs it in (float32 without jax_enable_x64)
+        import jax
+
+        dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
     num_chains = int(initial_state.shape[0])
-    data_leaves, data_node = _data_leaves(
-        data, data_chain_axis, num_chains, dtype, _library(initial_state, backend)
-    )
+    data_leaves, data_node = _data_leaves(data, data_chain_axis, num_chains, dtype, library)
     value_and_grad = gradients.value_and_grad_for(
         target_log_prob_fn, value_and_grad, initial_state, backend, layout=layout, data=data_node
     )
