@@ -1,9 +1,17 @@
 """The log density and its gradient for ONE state, on each backend.
 
-On NumPy the caller supplies ``value_and_grad`` (written with NumPy calls, like any
-pcbatch primitive). On JAX it is ``jax.value_and_grad`` of the target, on
-TensorFlow a gradient tape; there the target receives the backend's own arrays
-(write it with ``jax.numpy`` or TensorFlow operations).
+The sampler's program calls ``value_and_grad(q, data)``: ``q`` one chain's state as
+one vector, ``data`` a tuple of the data's leaves (empty without data). The
+functions here adapt the user's to that form, once per (function, state layout,
+data structure), so a compiled program is found again for new data:
+
+- On NumPy the caller supplies ``value_and_grad`` (written with NumPy calls, like
+  any pcbatch primitive); with a structured state it receives the state's structure
+  and returns its gradient in the same structure.
+- On JAX it is ``jax.value_and_grad`` of the target, on TensorFlow a gradient tape;
+  there the target receives the backend's own arrays (write it with ``jax.numpy`` or
+  TensorFlow operations), and the gradient is taken with respect to the flat vector,
+  so the target never sees it.
 """
 
 from __future__ import annotations
@@ -25,27 +33,39 @@ def array_library(value) -> str:
 
 
 def value_and_grad_for(
-    target: Callable | None, value_and_grad: Callable | None, state, backend=None
+    target: Callable | None,
+    value_and_grad: Callable | None,
+    state,
+    backend=None,
+    *,
+    layout=None,
+    data=None,
 ) -> Callable:
-    """The per-state ``(log density, gradient)`` function for the backend that runs.
+    """The program's ``(q, data) -> (log density, gradient)`` for the backend that runs.
 
     That backend is ``backend`` when given (its ``name``), else the one ``state``'s
-    array type picks.
+    array type picks. ``layout``: the `structure.Layout` of a structured state (None
+    for one array); ``data``: the data's `structure.Node` (None without data).
     """
     if value_and_grad is not None:
-        return value_and_grad
+        return _given(value_and_grad, layout, data)
     library = array_library(state) if backend is None else _library_of(backend)
     if library == "numpy":
         on = "NumPy" if backend is None else f"backend {type(backend).__name__}"
+        takes = "ONE state" if layout is None else "ONE state (the structure you passed)"
+        takes += "" if data is None else " and the data"
+        gives = "gradient" if layout is None else "gradient in the state's structure"
         raise TypeError(
-            f"nuts.sample on {on} needs value_and_grad=: a function of ONE state returning "
-            "(log density, gradient), written with NumPy; or run on JAX or TensorFlow "
+            f"nuts.sample on {on} needs value_and_grad=: a function of {takes} returning "
+            f"(log density, {gives}), written with NumPy; or run on JAX or TensorFlow "
             "(their arrays as initial_state, or backend=) to have the gradient computed "
             "automatically from target_log_prob_fn"
         )
     if target is None:
         raise TypeError("nuts.sample needs target_log_prob_fn (or value_and_grad=)")
-    return _jax_value_and_grad(target) if library == "jax" else _tf_value_and_grad(target)
+    if library == "jax":
+        return _jax_value_and_grad(target, layout, data)
+    return _tf_value_and_grad(target, layout, data)
 
 
 def _library_of(backend) -> str:
@@ -58,27 +78,59 @@ def _library_of(backend) -> str:
     return name
 
 
+def _call(function: Callable, params, data_leaves, data):
+    """``function(params)``, or ``function(params, data)`` with the data rebuilt."""
+    if data is None:
+        return function(params)
+    return function(params, data.unflatten(data_leaves))
+
+
 @functools.lru_cache(maxsize=32)
-def _jax_value_and_grad(target: Callable) -> Callable:
+def _given(value_and_grad: Callable, layout, data) -> Callable:
+    """The user's own ``value_and_grad``; with a structured state it takes and returns
+    the structure, joined here into the program's vector."""
+    if layout is None:
+
+        def plain(q, data_leaves):
+            return _call(value_and_grad, q, data_leaves, data)
+
+        return plain
+
+    def structured(q, data_leaves):
+        logp, grad = _call(value_and_grad, layout.unflatten(q), data_leaves, data)
+        flat = layout.flatten(grad, "value_and_grad's gradient", dtype=q.dtype)
+        return logp, flat.astype(q.dtype) if flat.dtype != q.dtype else flat
+
+    return structured
+
+
+@functools.lru_cache(maxsize=32)
+def _jax_value_and_grad(target: Callable, layout, data) -> Callable:
     import jax
 
-    gradient = jax.value_and_grad(target)
+    def log_prob(q, data_leaves):
+        params = q if layout is None else layout.unflatten(q)
+        return _call(target, params, data_leaves, data)
 
-    def value_and_grad(state):
-        return gradient(numpy_dispatch.unwrap(state))
+    gradient = jax.value_and_grad(log_prob)
+
+    def value_and_grad(q, data_leaves):
+        return gradient(numpy_dispatch.unwrap(q), numpy_dispatch.unwrap(data_leaves))
 
     return value_and_grad
 
 
 @functools.lru_cache(maxsize=32)
-def _tf_value_and_grad(target: Callable) -> Callable:
+def _tf_value_and_grad(target: Callable, layout, data) -> Callable:
     import tensorflow as tf
 
-    def value_and_grad(state):
-        state = numpy_dispatch.unwrap(state)
+    def value_and_grad(q, data_leaves):
+        q = numpy_dispatch.unwrap(q)
+        data_leaves = numpy_dispatch.unwrap(data_leaves)
         with tf.GradientTape() as tape:
-            tape.watch(state)
-            value = target(state)
-        return value, tape.gradient(value, state)
+            tape.watch(q)
+            params = q if layout is None else layout.unflatten(q, reshape=tf.reshape)
+            value = _call(target, params, data_leaves, data)
+        return value, tape.gradient(value, q)
 
     return value_and_grad

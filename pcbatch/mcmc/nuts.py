@@ -16,6 +16,19 @@ Example::
     result = nuts.sample(None, np.zeros((100, 3)), num_samples=500, num_warmup=300,
                          seed=1, value_and_grad=value_and_grad)
     result.samples.shape            # (500, 100, 3)
+
+A state may also be a structure (a dict, tuple, namedtuple, nested; on JAX any pytree)
+of arrays with a leading chain axis, and the log density may take data::
+
+    def log_prob(params, data):     # JAX: ONE chain's {"mu": [], "z": [3]}, the data
+        return -0.5 * (params["mu"] ** 2 + jnp.sum((params["z"] - data) ** 2))
+
+    result = nuts.sample(log_prob, {"mu": jnp.zeros(100), "z": jnp.zeros((100, 3))},
+                         data=jnp.ones(3), num_samples=500, num_warmup=300, seed=1)
+    result.samples["z"].shape       # (500, 100, 3)
+
+New data of the same shapes and dtypes, and any ``num_samples`` or ``num_warmup``,
+run in the program already compiled.
 """
 
 from __future__ import annotations
@@ -29,17 +42,31 @@ from typing import Any
 import numpy as np
 
 from pcbatch import callbacks, profiling
-from pcbatch.mcmc import diagnostics, gradients, program, progress
+from pcbatch.mcmc import diagnostics, gradients, program, progress, structure, warmup
 
 __all__ = ["MAX_SUPPORTED_TREE_DEPTH", "KernelResults", "NoUTurnSampler", "NutsResult", "sample"]
 
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
 MAX_SUPPORTED_TREE_DEPTH = 15
 
+#: The program keeps the draws of one call in a buffer of a fixed number of draws, so
+#: that ``num_samples`` is not part of the compiled program: a run of more draws is
+#: several calls, each continuing exactly where the last stopped (draws do not depend
+#: on the split). The buffer holds at most `MAX_DRAWS_PER_CALL` draws, and fewer where
+#: that many would pass `DRAW_BUFFER_BYTES` (never fewer than `MIN_DRAWS_PER_CALL`).
+MAX_DRAWS_PER_CALL = 1024
+MIN_DRAWS_PER_CALL = 64
+DRAW_BUFFER_BYTES = 2**28
+
 
 @dataclasses.dataclass
 class NutsResult:
-    """Draws ``[num_samples, num_chains, *event_shape]`` and per-draw, per-chain statistics."""
+    """Draws ``[num_samples, num_chains, *event_shape]`` and per-draw, per-chain statistics.
+
+    With a structured state, ``samples`` has the state's structure, each leaf
+    ``[num_samples, num_chains, *leaf_shape]``; ``inverse_mass`` is over the flattened
+    state (`names`' order, each leaf raveled).
+    """
 
     samples: Any
     num_leapfrogs: np.ndarray
@@ -68,14 +95,31 @@ class NutsResult:
         n = self.num_leapfrogs.astype(np.float64)
         return float(np.mean(n.mean(axis=1) / np.maximum(n.max(axis=1), 1)))
 
-    def ess(self) -> np.ndarray:
-        return diagnostics.effective_sample_size(np.asarray(self.samples))
+    @property
+    def names(self) -> list:
+        """Each leaf's name (its key path, as ``"a.b"``); ``["x"]`` for one array."""
+        if not structure.is_structured(self.samples):
+            return ["x"]
+        return structure.flatten(self.samples)[1].paths()
 
-    def rhat(self) -> np.ndarray:
-        return diagnostics.potential_scale_reduction(np.asarray(self.samples))
+    def _per_leaf(self, function):
+        """``function`` of each leaf's draws (as NumPy), in the samples' structure."""
+        if not structure.is_structured(self.samples):
+            return function(np.asarray(self.samples))
+        leaves, node = structure.flatten(self.samples)
+        return node.unflatten([function(np.asarray(leaf)) for leaf in leaves])
+
+    def ess(self):
+        """Effective sample size per component (per leaf, in the state's structure)."""
+        return self._per_leaf(diagnostics.effective_sample_size)
+
+    def rhat(self):
+        """Split R-hat per component (per leaf, in the state's structure)."""
+        return self._per_leaf(diagnostics.potential_scale_reduction)
 
     def to_arviz(self):
-        """The draws and statistics as ArviZ ``InferenceData`` (needs ``pip install arviz``)."""
+        """The draws and statistics as ArviZ ``InferenceData`` (needs ``pip install arviz``):
+        one posterior variable per leaf, named as `names` (``x`` for one array)."""
         try:
             import arviz
         except ImportError:
@@ -88,8 +132,13 @@ class NutsResult:
             "acceptance_rate": self.accept_prob,
             "step_size": self.step_size,
         }
+        if structure.is_structured(self.samples):
+            leaves = structure.flatten(self.samples)[0]
+        else:
+            leaves = [self.samples]
+        posterior = {name: chains_first(leaf) for name, leaf in zip(self.names, leaves)}
         return arviz.from_dict(
-            posterior={"x": chains_first(self.samples)},
+            posterior=posterior,
             sample_stats={k: chains_first(v) for k, v in stats.items()},
         )
 
@@ -105,6 +154,8 @@ def sample(
     seed: int,
     backend=None,
     value_and_grad: Callable | None = None,
+    data=None,
+    data_chain_axis=False,
     target_accept_prob: float = 0.8,
     first_chain: int = 0,
     first_draw: int = 0,
@@ -114,26 +165,42 @@ def sample(
     """Runs NUTS for every chain of ``initial_state`` (shape ``[num_chains, *event_shape]``).
 
     Args:
-      target_log_prob_fn: ONE state (``event_shape``) -> its log density. On JAX its
+      target_log_prob_fn: ONE state (``event_shape``, or one chain's structure) -> its
+        log density; ``(state, data)`` -> log density when ``data`` is given. On JAX its
         gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
-      initial_state: the chains' starting points; its array type picks the backend
-        (NumPy, JAX or TensorFlow) unless ``backend`` is given. A list or tuple is
-        taken as a NumPy array. Integer states are converted to the backend's
-        default float (NumPy float64, JAX float32 unless ``jax_enable_x64``,
-        TensorFlow float32); floats must be float32 or float64 (float16 and bfloat16
-        are rejected: their rounding makes every trajectory diverge); booleans and
-        complex numbers are rejected.
+      initial_state: the chains' starting points: one array ``[num_chains,
+        *event_shape]``, or a structure of them (a dict, tuple, namedtuple, nested; on
+        JAX anything ``jax.tree_util`` flattens), every leaf with the leading chain axis.
+        Its array type picks the backend (NumPy, JAX or TensorFlow) unless ``backend``
+        is given. A list is taken as one NumPy array (a tuple is a structure). Integer
+        states are converted to the backend's default float (NumPy float64, JAX float32
+        unless ``jax_enable_x64``, TensorFlow float32); floats must be float32 or
+        float64 (float16 and bfloat16 are rejected: their rounding makes every
+        trajectory diverge); booleans and complex numbers are rejected. The leaves of a
+        structure share one dtype: NumPy's ``result_type`` of theirs (after integers
+        become floats); the target receives them, and the draws come back, in it.
       backend: the pcbatch backend to run on; it also picks the gradient (a NumPy
         ``initial_state`` with ``backend=JaxBackend()`` uses ``jax.value_and_grad``).
       num_samples, num_warmup: draws kept, and warmup draws before them (step size by
         dual averaging, diagonal mass matrix in Stan's windows). Both are required,
         as in NumPyro: ``num_warmup=0`` runs without adaptation, at ``step_size``
-        (Stan's default is 1000 warmup draws).
+        (Stan's default is 1000 warmup draws). Neither is part of the compiled
+        program: any values run in the program compiled for the first.
       step_size: the initial step size, a positive finite number (scalar or one per
         chain); with warmup it is only a starting point for Stan's step-size search.
       max_tree_depth: at most ``2**max_tree_depth - 1`` leapfrog steps per draw.
       seed: an integer; a chain's draws depend only on (seed, its chain index, draw).
-      value_and_grad: ONE state -> (log density, gradient). Required on NumPy.
+      value_and_grad: ONE state -> (log density, gradient); ``(state, data)`` with
+        ``data``. Required on NumPy. With a structured state it receives the state's
+        structure and returns the gradient in that same structure.
+      data: None, or an array or a structure of arrays (as ``initial_state``'s) passed
+        to the target as its second argument. It is an input of the compiled program,
+        not a constant of it: new data of the same shapes and dtypes runs without
+        compiling again. Float leaves are converted to the state's dtype.
+      data_chain_axis: which data leaves hold one value per chain along a leading axis
+        of length ``num_chains`` (chain ``c`` sees ``leaf[c]``): False (none: every
+        chain sees the same data), True (every leaf), or a leaf name or a list of them
+        (names as `NutsResult.names` gives them; a name marks the leaves under it).
       target_accept_prob: the mean acceptance statistic warmup aims for.
       first_chain: the chain index of the first chain (to split chains over calls).
       first_draw: the draw counter of the first draw (to continue a run: pass the
@@ -147,10 +214,64 @@ def sample(
         callback at all. Draws are the same either way. Under TensorFlow with XLA the
         bar only fills at the end (see `pcbatch.callbacks`).
     """
+    return _sample(
+        target_log_prob_fn,
+        initial_state,
+        num_samples=num_samples,
+        num_warmup=num_warmup,
+        step_size=step_size,
+        max_tree_depth=max_tree_depth,
+        seed=seed,
+        backend=backend,
+        value_and_grad=value_and_grad,
+        data=data,
+        data_chain_axis=data_chain_axis,
+        target_accept_prob=target_accept_prob,
+        first_chain=first_chain,
+        first_draw=first_draw,
+        schedule=schedule,
+        progress_bar=progress_bar,
+    )
+
+
+def _sample(
+    target_log_prob_fn,
+    initial_state,
+    *,
+    num_samples,
+    num_warmup,
+    step_size,
+    max_tree_depth,
+    seed,
+    backend,
+    value_and_grad,
+    data,
+    data_chain_axis,
+    target_accept_prob,
+    first_chain,
+    first_draw,
+    schedule,
+    progress_bar,
+    draws_per_call=None,
+) -> NutsResult:
+    """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`)."""
     _check_arguments(num_samples, num_warmup, max_tree_depth)
-    initial_state = _float_state(initial_state, backend)
+    num_samples, num_warmup = int(num_samples), int(num_warmup)
+    layout = None
+    if structure.is_structured(initial_state):
+        initial_state, layout = _flat_state(initial_state, backend)
+    else:
+        initial_state = _float_state(initial_state, backend)
+    dtype = np.dtype(getattr(initial_state.dtype, "as_numpy_dtype", initial_state.dtype))
+    library = _library(initial_state, backend)
+    if library == "jax":  # the dtype JAX runs it in (float32 without jax_enable_x64)
+        import jax
+
+        dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    num_chains = int(initial_state.shape[0])
+    data_leaves, data_node = _data_leaves(data, data_chain_axis, num_chains, dtype, library)
     value_and_grad = gradients.value_and_grad_for(
-        target_log_prob_fn, value_and_grad, initial_state, backend
+        target_log_prob_fn, value_and_grad, initial_state, backend, layout=layout, data=data_node
     )
     show_progress = progress.wanted(progress_bar)
     # Under TensorFlow's XLA (the default for tensors) no callback can run: the bar
@@ -159,13 +280,11 @@ def sample(
         backend if backend is not None else _default_backend(initial_state)
     )
     q = _on_backend(initial_state, backend)
-    num_chains = int(q.shape[0])
     event_shape = tuple(int(d) for d in q.shape[1:])
-    dtype = np.dtype(getattr(q.dtype, "as_numpy_dtype", q.dtype))
+    capacity = draws_per_call or _draws_per_call(num_chains, event_shape, dtype)
     run_chain = _compiled(
         value_and_grad,
-        num_samples,
-        num_warmup,
+        capacity,
         max_tree_depth,
         event_shape,
         float(target_accept_prob),
@@ -175,6 +294,7 @@ def sample(
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
     draws = np.full(num_chains, np.uint32(first_draw))
+    state = warmup.start_state(q, steps, dtype)
     # Returns first: chains unwinding their trees all meet before the next descent.
     options = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
@@ -185,24 +305,218 @@ def sample(
             num_chains * (num_warmup + num_samples),
             description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
         )
-    start = time.perf_counter()
+    calls = []
+    start, kept, total = 0, 0, num_warmup + num_samples
+    clock = time.perf_counter()
     with profiling.profile() as prof, progress.showing(bar):
-        outputs = run_chain(q, steps, seeds, chains, draws, **options)
-    wall = time.perf_counter() - start
-    samples, leapfrogs, depths, divergent, accept, step_sizes, inv_mass = outputs
+        while kept < num_samples:  # the first call runs the warmup too
+            count = min(capacity, num_samples - kept)
+            stop = max(start, num_warmup) + count
+            plan = warmup.plan(start, stop, num_warmup, total)
+            *outputs, packed = run_chain(
+                *state, data_leaves, seeds, chains, draws, plan, **options
+            )
+            state = warmup.unpack(packed, event_shape, _reshape_for(packed))
+            calls.append((count, outputs))
+            start, kept = stop, kept + count
+    wall = time.perf_counter() - clock
+    samples, leapfrogs, depths, divergent, accept, step_sizes = _joined(calls)
     host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+    samples = _swap_chains(samples)
+    if layout is not None:
+        samples = layout.unflatten(samples, reshape=_reshape_for(samples))
     return NutsResult(
-        samples=_swap_chains(samples),
+        samples=samples,
         num_leapfrogs=host(leapfrogs),
         tree_depth=host(depths),
         diverging=host(divergent),
         accept_prob=host(accept),
         step_size=host(step_sizes),
-        inverse_mass=np.asarray(inv_mass),
+        inverse_mass=np.asarray(state.inv_mass),
         gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
         leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
     )
+
+
+def _draws_per_call(num_chains: int, event_shape: tuple, dtype) -> int:
+    """The draw buffer's length: a power of two in [`MIN_DRAWS_PER_CALL`,
+    `MAX_DRAWS_PER_CALL`], as long as `DRAW_BUFFER_BYTES` allows."""
+    size = int(np.prod(event_shape, dtype=np.int64))
+    per_draw = max(1, num_chains * (size * np.dtype(dtype).itemsize + 16))
+    fits = max(1, DRAW_BUFFER_BYTES // per_draw)
+    return int(np.clip(2 ** int(np.log2(fits)), MIN_DRAWS_PER_CALL, MAX_DRAWS_PER_CALL))
+
+
+def _joined(calls: list) -> list:
+    """Each output of the calls (``[chains, buffer, ...]``) cut to the draws each call
+    kept and joined along the draw axis."""
+    joined = []
+    for k in range(len(calls[0][1])):
+        parts = [outputs[k][:, :count] for count, outputs in calls]
+        joined.append(parts[0] if len(parts) == 1 else _concatenate(parts, axis=1))
+    return joined
+
+
+def _concatenate(parts: list, axis: int):
+    library = gradients.array_library(parts[0])
+    if library == "tensorflow":
+        import tensorflow as tf
+
+        return tf.concat(parts, axis)
+    if library == "jax":
+        import jax.numpy as jnp
+
+        return jnp.concatenate(parts, axis)
+    return np.concatenate([np.asarray(p) for p in parts], axis)
+
+
+def _reshape_for(array):
+    """``reshape(x, shape)`` for ``array``'s library (tensors have no ``reshape`` method)."""
+    if gradients.array_library(array) == "tensorflow":
+        import tensorflow as tf
+
+        return tf.reshape
+    return lambda x, shape: x.reshape(shape)
+
+
+def _library(state, backend) -> str:
+    """The array library the sampler runs on: ``backend``'s, else ``state``'s."""
+    name = getattr(backend, "name", None)
+    return name if name in ("jax", "tensorflow") else gradients.array_library(state)
+
+
+def _flat_state(state, backend) -> tuple:
+    """A structured ``state`` as ``[chains, size]`` in one float dtype, and its `Layout`."""
+    leaves, node = structure.flatten(state)
+    names = node.paths()
+    if not leaves:
+        raise ValueError(
+            f"nuts.sample: initial_state {state!r} holds no arrays; give each parameter an "
+            "array with a leading chain axis"
+        )
+    leaves = [
+        _float_state(leaf, backend, f"initial_state[{name!r}]")
+        for name, leaf in zip(names, leaves)
+    ]
+    chains = {name: int(leaf.shape[0]) for name, leaf in zip(names, leaves)}
+    if len(set(chains.values())) > 1:
+        raise ValueError(
+            "nuts.sample: every leaf of initial_state needs the same leading chain axis; "
+            f"their lengths are {chains}"
+        )
+    num_chains = next(iter(chains.values()))
+    libraries = {gradients.array_library(leaf) for leaf in leaves} | {_library(leaves[0], backend)}
+    dtype = np.result_type(
+        *(np.dtype(getattr(leaf.dtype, "as_numpy_dtype", leaf.dtype)) for leaf in leaves)
+    )
+    layout = structure.Layout(node, tuple(tuple(int(d) for d in leaf.shape[1:]) for leaf in leaves))
+    if "jax" in libraries:
+        import jax
+        import jax.numpy as jnp
+
+        dtype = jax.dtypes.canonicalize_dtype(dtype)
+        parts = [jnp.reshape(jnp.asarray(leaf, dtype), (num_chains, -1)) for leaf in leaves]
+        return jnp.concatenate(parts, axis=1), layout
+    if "tensorflow" in libraries:
+        import tensorflow as tf
+
+        parts = [
+            tf.reshape(tf.cast(tf.convert_to_tensor(leaf), dtype), (num_chains, -1))
+            for leaf in leaves
+        ]
+        return tf.concat(parts, axis=1), layout
+    parts = [np.asarray(leaf, dtype).reshape(num_chains, -1) for leaf in leaves]
+    return np.concatenate(parts, axis=1), layout
+
+
+def _data_leaves(data, chain_axis, num_chains: int, dtype, library: str) -> tuple:
+    """(the program's data input, the data's `structure.Node` or None without data).
+
+    The input is a tuple of the data's leaves: a leaf with a chain axis as it is, any
+    other with a leading axis of length 1, which the program shares with every chain.
+    """
+    if data is None:
+        if chain_axis is not False:
+            raise ValueError("nuts.sample: data_chain_axis is given, but no data")
+        return (), None
+    leaves, node = structure.flatten(data)
+    names = node.paths()
+    marked = _marked(chain_axis, names)
+    program_leaves = []
+    for name, leaf in zip(names, leaves):
+        what = "data" if name == "" else f"data[{name!r}]"
+        leaf = _data_array(leaf, what, dtype, library)
+        if name in marked:
+            if len(leaf.shape) < 1 or int(leaf.shape[0]) != num_chains:
+                raise ValueError(
+                    f"nuts.sample: {what} has shape {tuple(leaf.shape)}, but data_chain_axis "
+                    f"marks it as one value per chain: its leading axis must be the number "
+                    f"of chains, {num_chains}"
+                )
+            program_leaves.append(leaf)
+        else:
+            program_leaves.append(leaf[None])
+    return tuple(program_leaves), node
+
+
+def _marked(chain_axis, names: list) -> set:
+    """The data leaves ``data_chain_axis`` marks as per chain."""
+    if chain_axis is True or chain_axis is False:
+        return set(names) if chain_axis else set()
+    wanted = [chain_axis] if isinstance(chain_axis, str) else chain_axis
+    try:
+        wanted = list(wanted)
+    except TypeError:
+        wanted = [None]
+    if not all(isinstance(w, str) for w in wanted):
+        raise TypeError(
+            "nuts.sample: data_chain_axis takes True, False, or data leaf names (strings), "
+            f"got {chain_axis!r}"
+        )
+    marked = set()
+    for prefix in wanted:
+        under = {n for n in names if n == prefix or n.startswith(prefix + ".")}
+        if not under:
+            raise ValueError(
+                f"nuts.sample: data_chain_axis names {prefix!r}, which is no leaf of the data "
+                f"(its leaves: {', '.join(repr(n) for n in names)})"
+            )
+        marked |= under
+    return marked
+
+
+def _data_array(leaf, what: str, dtype, library: str):
+    """A data leaf as an array; floats in the state's ``dtype``, and on JAX without
+    64-bit mode 64-bit integers as the 32-bit ones JAX would run them as."""
+    if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+        try:
+            leaf = np.asarray(leaf)
+        except Exception as error:  # noqa: BLE001 - the user's value, named in the error
+            raise TypeError(f"nuts.sample: {what} is not an array ({error})") from None
+    kind = np.dtype(getattr(leaf.dtype, "as_numpy_dtype", leaf.dtype)).kind
+    if kind not in "biuf":
+        raise TypeError(
+            f"nuts.sample: {what} has dtype {leaf.dtype}; data leaves must be arrays of "
+            "numbers or booleans"
+        )
+    target = None
+    if kind == "f":
+        target = dtype
+    elif kind in "iu" and library == "jax":
+        import jax
+
+        target = jax.dtypes.canonicalize_dtype(leaf.dtype)
+    if target is None or np.dtype(getattr(leaf.dtype, "as_numpy_dtype", leaf.dtype)) == target:
+        return leaf
+    array_library = gradients.array_library(leaf)
+    if array_library == "tensorflow":
+        import tensorflow as tf
+
+        return tf.cast(leaf, target)
+    if array_library == "jax":
+        return leaf.astype(target)
+    return np.asarray(leaf).astype(target)
 
 
 def _on_backend(state, backend):
@@ -234,13 +548,13 @@ def _swap_chains(samples):
     return samples.transpose(perm)
 
 
-def _float_state(state, backend):
+def _float_state(state, backend, what: str = "initial_state"):
     """``state`` as float32 or float64 arrays of its library (see `sample`'s rules)."""
     if not (hasattr(state, "shape") and hasattr(state, "dtype")):
         state = np.asarray(state)  # a list or tuple of numbers
     if len(state.shape) < 1:
         raise ValueError(
-            "nuts.sample: initial_state needs a leading chain dimension, "
+            f"nuts.sample: {what} needs a leading chain dimension, "
             f"[num_chains, *event_shape]; got a scalar ({state!r})"
         )
     dtype = np.dtype(getattr(state.dtype, "as_numpy_dtype", state.dtype))
@@ -249,13 +563,13 @@ def _float_state(state, backend):
     if dtype.kind in "iu":
         return _as_default_float(state, backend)
     if dtype == np.float16 or dtype.name == "bfloat16":
-        advice = "float32 or float64 (e.g. initial_state.astype(np.float32))"
+        advice = f"float32 or float64 (e.g. {what}.astype(np.float32))"
         reason = "its rounding error makes every leapfrog trajectory diverge"
     else:
         advice = "real numbers as float32 or float64"
         reason = "the sampler's state is a point of a real vector space"
     raise TypeError(
-        f"nuts.sample: initial_state has dtype {dtype.name}, which NUTS cannot use "
+        f"nuts.sample: {what} has dtype {dtype.name}, which NUTS cannot use "
         f"({reason}); pass {advice}"
     )
 
@@ -301,6 +615,10 @@ def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
         raise ValueError(f"num_samples must be at least 1, got {num_samples}")
     if int(num_warmup) < 0:
         raise ValueError(f"num_warmup must be at least 0, got {num_warmup}")
+    if int(num_samples) + int(num_warmup) >= 2**31:
+        raise ValueError(
+            f"num_warmup + num_samples must be below 2**31, got {num_warmup} + {num_samples}"
+        )
     if not 1 <= int(max_tree_depth) <= MAX_SUPPORTED_TREE_DEPTH:
         raise ValueError(
             f"max_tree_depth must be in [1, {MAX_SUPPORTED_TREE_DEPTH}], got {max_tree_depth}"
@@ -308,17 +626,15 @@ def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(
-    value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape, target, show_progress
-):
-    """One `Context` per sampler configuration, so its compiled programs are reused."""
+def _compiled(value_and_grad, capacity, max_tree_depth, event_shape, target, show_progress):
+    """One `Context` per sampler configuration, so its compiled programs are reused (the
+    numbers of draws and the data are inputs of the program, not part of it)."""
     from pcbatch.api import Context
 
     return program.build(
         Context(),
         value_and_grad,
-        num_samples=int(num_samples),
-        num_warmup=int(num_warmup),
+        capacity=int(capacity),
         max_tree_depth=int(max_tree_depth),
         event_shape=event_shape,
         target_accept=target,
@@ -329,7 +645,8 @@ def _compiled(
 class NoUTurnSampler:
     """A TFP-style transition kernel on the same batched program: one draw per `one_step`.
 
-    ``bootstrap_results(state)`` starts the kernel's bookkeeping;
+    ``bootstrap_results(state)`` starts the kernel's bookkeeping (``state`` as
+    `sample`'s ``initial_state``, structures included; ``data`` as `sample`'s);
     ``one_step(state, results)`` returns ``(next_state, results)`` where ``results``
     holds the step's `NutsResult` (``last``) and the draw counter, so successive steps
     use fresh random streams. A step does not adapt: it samples at ``step_size``
@@ -345,12 +662,16 @@ class NoUTurnSampler:
         *,
         seed: int = 0,
         value_and_grad=None,
+        data=None,
+        data_chain_axis=False,
     ):
         self.target_log_prob_fn = target_log_prob_fn
         self.step_size = step_size
         self.max_tree_depth = max_tree_depth
         self.seed = seed
         self.value_and_grad = value_and_grad
+        self.data = data
+        self.data_chain_axis = data_chain_axis
 
     @property
     def is_calibrated(self) -> bool:
@@ -360,7 +681,7 @@ class NoUTurnSampler:
         return KernelResults(draw=0, last=None)
 
     def one_step(self, current_state, previous_kernel_results: KernelResults):
-        result = sample(
+        result = _sample(
             self.target_log_prob_fn,
             current_state,
             num_samples=1,
@@ -368,12 +689,23 @@ class NoUTurnSampler:
             step_size=self.step_size,
             max_tree_depth=self.max_tree_depth,
             seed=self.seed,
+            backend=None,
             value_and_grad=self.value_and_grad,
+            data=self.data,
+            data_chain_axis=self.data_chain_axis,
+            target_accept_prob=0.8,
+            first_chain=0,
             first_draw=previous_kernel_results.draw,
+            schedule="returns_first",
             progress_bar=False,  # one draw per call: nothing to watch
+            draws_per_call=1,  # its own program: a buffer of one draw
         )
         next_results = KernelResults(draw=previous_kernel_results.draw + 1, last=result)
-        return result.samples[0], next_results
+        samples = result.samples
+        if not structure.is_structured(samples):
+            return samples[0], next_results
+        leaves, node = structure.flatten(samples)
+        return node.unflatten([leaf[0] for leaf in leaves]), next_results
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,10 +1,13 @@
 """The No-U-Turn Sampler written for ONE chain, in the Python pcbatch batches.
 
-`build` returns the batched entry point
-``run_chain(q, step_size, seed, chain, first_draw)``: warmup and sampling for one
-chain, every draw in one loop, so a chain whose trajectory ends early starts its
-next draw while other chains are still building trees (cross-trajectory
-batching). The tree is built recursively, as in Hoffman & Gelman's paper:
+`build` returns the batched entry point ``run_chain(*chain_state, data, seed,
+chain, first_draw, plan)``: warmup and sampling for one chain, every draw in one
+loop, so a chain whose trajectory ends early starts its next draw while other
+chains are still building trees (cross-trajectory batching). ``chain_state`` is a
+`warmup.ChainState` (the host's start, or what the previous call returned, packed),
+``data`` the tuple of the data's leaves that ``value_and_grad(q, data)`` receives,
+and ``plan`` the run-time schedule (which draws this call runs, the warmup's
+windows; see `warmup.START`). The tree is built recursively, as in Hoffman & Gelman's paper:
 ``build_tree`` of depth ``d`` is two subtrees of depth ``d - 1``.
 
 The leapfrog step is its own function, discovered last, so its block (the
@@ -20,8 +23,10 @@ schedule, so chains unwinding their trees all meet before the next descent.
 With ``on_draw`` (a host function), the chains that finish a draw report it through
 `pcbatch.host_callback` (the progress bar); without it the program has no callback.
 
-Constants (buffer sizes, the schedule, the gradient function) are closure variables
-of `build`, so pcbatch treats them as constants.
+Constants (the draw buffer's length, the gradient function, the event shape) are
+closure variables of `build`, so pcbatch treats them as constants; the numbers of
+draws, the warmup schedule and the data are arguments, so a new value of any of
+them runs in the program already compiled.
 """
 
 from __future__ import annotations
@@ -33,15 +38,14 @@ from pcbatch.mcmc import random as rnd
 from pcbatch.mcmc import trees, warmup
 
 #: the label of the gradient primitive, for counting gradient evaluations
-GRADIENT_LABEL = "value_and_grad(q_new)"
+GRADIENT_LABEL = "value_and_grad(q_new, data)"
 
 
 def build(
     ctx,
     value_and_grad,
     *,
-    num_samples,
-    num_warmup,
+    capacity,
     max_tree_depth,
     event_shape,
     target_accept,
@@ -49,10 +53,6 @@ def build(
 ):
     """Defines the sampler's batched functions in ``ctx``; returns the entry point."""
     size = int(np.prod(event_shape, dtype=np.int64))
-    plan = warmup.schedule(num_warmup)
-    window_ends = np.array(plan.window_ends or (-1,))
-    slow_start, slow_end = plan.slow_start, plan.slow_end
-    total = num_warmup + num_samples
     log_target = float(np.log(0.8))
 
     def momentum(inv_mass, seed, chain, draw, tag):
@@ -60,51 +60,62 @@ def build(
         return np.reshape(z, event_shape) / np.sqrt(inv_mass)
 
     @ctx.batch
-    def run_chain(q, step_size, seed, chain, first_draw):
-        logp, grad = value_and_grad(q)
-        inv_mass = np.ones_like(q)
-        step = step_size
-        if num_warmup > 0:
-            step = find_step_size(q, logp, grad, step, inv_mass, seed, chain, first_draw + total)
-        averaging = warmup.dual_averaging_start(step)
-        moments = warmup.moments_start(q)
-        samples = np.zeros((num_samples,) + event_shape, q.dtype)
-        leapfrogs = np.zeros(num_samples, np.int32)
-        depths = np.zeros(num_samples, np.int32)
-        divergent = np.zeros(num_samples, bool)
-        accept = np.zeros(num_samples, q.dtype)
-        steps = np.zeros(num_samples, q.dtype)
-        for i in range(total):
+    def run_chain(
+        q, logp, grad, step, inv_mass, averaging, moments, data, seed, chain, first_draw, plan
+    ):  # fmt: skip
+        # Draws plan[START] to plan[STOP] - 1 of the run (warmup first), continuing the
+        # chain as the previous call left it (`warmup.ChainState`), or as the host made it
+        # when plan[START] is 0: then the log density, its gradient and (with warmup) the
+        # step size are found here. The plan is one vector, so it costs one register.
+        if plan[warmup.START] == 0:
+            logp, grad = value_and_grad(q, data)
+            if plan[warmup.NUM_WARMUP] > 0:
+                # The search's random numbers lie past the run's last draw.
+                search_draw = first_draw + plan[warmup.TOTAL]
+                step = find_step_size(q, data, logp, grad, step, inv_mass, seed, chain, search_draw)
+                averaging = warmup.dual_averaging_start(step)
+        samples = np.zeros((capacity,) + event_shape, q.dtype)
+        leapfrogs = np.zeros(capacity, np.int32)
+        depths = np.zeros(capacity, np.int32)
+        divergent = np.zeros(capacity, bool)
+        accept = np.zeros(capacity, q.dtype)
+        steps = np.zeros(capacity, q.dtype)
+        for i in range(plan[warmup.START], plan[warmup.STOP]):
             q, logp, grad, n, depth, diverging, accept_prob = nuts_draw(
-                q, logp, grad, step, inv_mass, seed, chain, first_draw + i
+                q, data, logp, grad, step, inv_mass, seed, chain, first_draw + i
             )
             host_callback(on_draw, chain)  # compiled away when on_draw is None
-            if i < num_warmup:
+            if i < plan[warmup.NUM_WARMUP]:
                 averaging = warmup.dual_averaging_update(averaging, accept_prob, target_accept)
                 step = np.exp(averaging.log_step)
-                if slow_start <= i < slow_end:
+                # Not chained: a short-circuit would give the second test a block of its own.
+                if (plan[warmup.SLOW_START] <= i) & (i < plan[warmup.SLOW_END]):
                     moments = warmup.moments_update(moments, q)
-                if np.any(i == window_ends):
+                if np.any(i == plan[warmup.WINDOW_ENDS :]):
                     inv_mass = warmup.regularized_variance(moments)
                     moments = warmup.moments_start(q)
                     step = find_step_size(
-                        q, logp, grad, step, inv_mass, seed, chain, first_draw + i
+                        q, data, logp, grad, step, inv_mass, seed, chain, first_draw + i
                     )
                     averaging = warmup.dual_averaging_start(step)
-                if i == num_warmup - 1:
+                if i == plan[warmup.NUM_WARMUP] - 1:
                     step = np.exp(averaging.log_step_avg)
             else:
-                j = i - num_warmup
+                # Row 0 holds the call's first kept draw.
+                j = i - np.maximum(plan[warmup.START], plan[warmup.NUM_WARMUP])
                 samples[j] = q
                 leapfrogs[j] = n
                 depths[j] = depth
                 divergent[j] = diverging
                 accept[j] = accept_prob
                 steps[j] = step
-        return samples, leapfrogs, depths, divergent, accept, steps, inv_mass
+        # The chain's state for the next call, packed into one vector: each result is a
+        # register of the program, and a backend may carry every register at every step.
+        after = warmup.pack(q, logp, grad, step, inv_mass, averaging, moments)
+        return samples, leapfrogs, depths, divergent, accept, steps, after
 
     @ctx.batch
-    def nuts_draw(q, logp, grad, step, inv_mass, seed, chain, draw):
+    def nuts_draw(q, data, logp, grad, step, inv_mass, seed, chain, draw):
         p = momentum(inv_mass, seed, chain, draw, rnd.MOMENTUM)
         energy0 = trees.kinetic_energy(p, inv_mass) - logp
         trajectory = trees.root(q, p, logp, grad)
@@ -115,6 +126,7 @@ def build(
             q0, p0, grad0 = trees.start_of(trajectory, direction)
             subtree = build_tree(
                 q0,
+                data,
                 p0,
                 grad0,
                 direction,
@@ -147,16 +159,19 @@ def build(
 
     @ctx.batch
     def build_tree(
-        q, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw, first_leaf,
-        running,
+        q, data, p, grad, direction, depth, step, inv_mass, energy0, seed, chain, draw,
+        first_leaf, running,
     ):  # fmt: skip
         # ``running``: the proposal so far of the subtree this call is part of.
         if depth == 0:
-            q_new, p_new, logp_new, grad_new = leapfrog(q, p, grad, direction * step, inv_mass)
+            q_new, p_new, logp_new, grad_new = leapfrog(
+                q, data, p, grad, direction * step, inv_mass
+            )
             u = rnd.uniform(seed, chain, draw, rnd.SUBTREE, first_leaf, energy0.dtype)
             return trees.leaf(q_new, p_new, logp_new, grad_new, energy0, inv_mass, running, u)
         first = build_tree(
             q,
+            data,
             p,
             grad,
             direction,
@@ -176,6 +191,7 @@ def build(
         kept = trees.first_half(first)
         second = build_tree(
             first.q_outer,
+            data,
             first.p_outer,
             first.grad_outer,
             direction,
@@ -192,27 +208,27 @@ def build(
         return trees.merge_subtrees(kept, second, inv_mass)
 
     @ctx.batch
-    def find_step_size(q, logp, grad, step, inv_mass, seed, chain, draw):
+    def find_step_size(q, data, logp, grad, step, inv_mass, seed, chain, draw):
         # Stan's heuristic: double (or halve) the step until one leapfrog step's
         # acceptance probability crosses 0.8.
         p = momentum(inv_mass, seed, chain, draw, rnd.STEP_SEARCH)
         energy0 = trees.kinetic_energy(p, inv_mass) - logp
-        q1, p1, logp1, grad1 = leapfrog(q, p, grad, step, inv_mass)
+        q1, p1, logp1, grad1 = leapfrog(q, data, p, grad, step, inv_mass)
         log_accept = energy0 - (trees.kinetic_energy(p1, inv_mass) - logp1)
         grow = log_accept > log_target
         for _ in range(60):
             step = np.where(grow, 2.0 * step, 0.5 * step)
-            q1, p1, logp1, grad1 = leapfrog(q, p, grad, step, inv_mass)
+            q1, p1, logp1, grad1 = leapfrog(q, data, p, grad, step, inv_mass)
             log_accept = energy0 - (trees.kinetic_energy(p1, inv_mass) - logp1)
             if grow != (log_accept > log_target):
                 break
         return step
 
     @ctx.batch
-    def leapfrog(q, p, grad, step, inv_mass):
+    def leapfrog(q, data, p, grad, step, inv_mass):
         p_half = p + 0.5 * step * grad
         q_new = q + step * inv_mass * p_half
-        logp_new, grad_new = value_and_grad(q_new)
+        logp_new, grad_new = value_and_grad(q_new, data)
         return q_new, p_half + 0.5 * step * grad_new, logp_new, grad_new
 
     return run_chain

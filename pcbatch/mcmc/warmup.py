@@ -26,6 +26,21 @@ DualAveraging = collections.namedtuple(
 )
 Moments = collections.namedtuple("Moments", ["mean", "m2", "count"])
 
+#: a chain between two calls of the sampler's program: its position (with the log
+#: density and gradient there) and its adaptation so far
+ChainState = collections.namedtuple(
+    "ChainState", ["q", "logp", "grad", "step", "inv_mass", "averaging", "moments"]
+)
+
+#: The program's run-time plan is one int32 vector: the call's first draw and the draw
+#: it stops before (counted from the run's first, warmup included), the warmup's length,
+#: its slow window, the run's total draws, and the mass-matrix windows' last draws
+#: (padded with -1 to `MAX_WINDOWS`). Its entries, by index:
+START, STOP, NUM_WARMUP, SLOW_START, SLOW_END, TOTAL, WINDOW_ENDS = range(7)
+
+#: at most this many mass-matrix windows (Stan's doubling windows: 27 fit in 2**31 draws)
+MAX_WINDOWS = 32
+
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
@@ -54,6 +69,59 @@ def schedule(num_warmup: int, init_buffer=75, term_buffer=50, base_window=25) ->
         ends.append(end - 1)
         start, size = end, 2 * size
     return Schedule(init_buffer, slow_end, tuple(ends))
+
+
+def plan(start: int, stop: int, num_warmup: int, total: int) -> np.ndarray:
+    """The program's plan (see `START`) for draws ``start`` to ``stop - 1`` of a run of
+    ``total`` draws, ``num_warmup`` of them warmup: one vector shared by every chain (a
+    leading axis of size 1), so that any lengths run in the same compiled program."""
+    windows = schedule(num_warmup)
+    head = [start, stop, num_warmup, windows.slow_start, windows.slow_end, total]
+    ends = list(windows.window_ends) + [-1] * (MAX_WINDOWS - len(windows.window_ends))
+    return np.array([head + ends], np.int32)
+
+
+def start_state(q, step_size, dtype) -> ChainState:
+    """The chains' state before their first draw (``q``: ``[chains, size]``, of the
+    backend's array type): the program computes the log density and gradient, and the
+    adaptation starts from these values."""
+    chains, size = int(q.shape[0]), tuple(int(d) for d in q.shape[1:])
+    zeros = np.zeros(chains, dtype)
+    vector = np.zeros((chains, *size), dtype)
+    return ChainState(
+        q,
+        zeros,
+        vector,
+        np.asarray(step_size, dtype),
+        np.ones((chains, *size), dtype),
+        DualAveraging(zeros, zeros, zeros, zeros, zeros),
+        Moments(vector, vector, zeros),
+    )
+
+
+def pack(q, logp, grad, step, inv_mass, averaging, moments):
+    """ONE chain's `ChainState` as one vector in ``q``'s dtype (`unpack` undoes it)."""
+    vectors = [v.reshape(-1) for v in (q, grad, inv_mass, moments.mean, moments.m2)]
+    scalars = np.stack([logp, step, *averaging, moments.count]).astype(q.dtype)
+    return np.concatenate([*(v.astype(q.dtype) for v in vectors), scalars])
+
+
+def unpack(packed, event_shape: tuple, reshape) -> ChainState:
+    """The chains' `ChainState` from `pack`'s vectors (``[chains, 5 * size + 8]``, of the
+    backend's array type; ``reshape(x, shape)`` of its library)."""
+    chains = int(packed.shape[0])
+    size = int(np.prod(event_shape, dtype=np.int64))
+    vector = lambda k: reshape(packed[:, k * size : (k + 1) * size], (chains, *event_shape))
+    scalar = lambda k: packed[:, 5 * size + k]
+    return ChainState(
+        vector(0),
+        scalar(0),
+        vector(1),
+        scalar(1),
+        vector(2),
+        DualAveraging(*(scalar(k) for k in range(2, 7))),
+        Moments(vector(3), vector(4), scalar(7)),
+    )
 
 
 def dual_averaging_start(step_size):

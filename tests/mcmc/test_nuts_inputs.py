@@ -131,12 +131,21 @@ def _documented_signature() -> dict:
     """``name -> default text`` (None for required) from docs/nuts.md's API block."""
     text = (pathlib.Path(__file__).parents[2] / "docs" / "nuts.md").read_text()
     block = re.search(r"result = nuts\.sample\(\n(.*?)\n\)", text, re.S).group(1)
+    # The block is a call: its first lines pass the required positional arguments.
+    positional = iter(inspect.signature(nuts.sample).parameters)
     names = {}
     for line in block.splitlines():
-        code = line.split("#")[0].strip().rstrip(",")
-        if code and code != "*":
-            name, _, default = code.partition("=")
-            names[name] = default or None
+        code, _, comment = line.partition("#")
+        code = code.strip().rstrip(",")
+        if not code or code == "*":
+            continue
+        name, equals, default = code.partition("=")
+        if not equals or not name.isidentifier():
+            names[next(positional)] = None  # a positional argument: a required parameter
+        elif name == "value_and_grad":
+            names[name] = "None"  # the one value shown that is not the default (NumPy's)
+        else:
+            names[name] = None if comment.strip().startswith("required") else default
     return names
 
 
