@@ -40,19 +40,19 @@ class NutsResult:
     """Draws ``[num_samples, num_chains, *event_shape]`` and per-draw, per-chain statistics."""
 
     samples: Any
-    num_leapfrogs: np.ndarray
-    tree_depth: np.ndarray
-    diverging: np.ndarray
-    accept_prob: np.ndarray
-    step_size: np.ndarray
-    inverse_mass: np.ndarray
+    num_leapfrogs: np.ndarray[Any, Any]
+    tree_depth: np.ndarray[Any, Any]
+    diverging: np.ndarray[Any, Any]
+    accept_prob: np.ndarray[Any, Any]
+    step_size: np.ndarray[Any, Any]
+    inverse_mass: np.ndarray[Any, Any]
     gradient_evaluations: int
     leapfrog_steps: int
     wall_time: float
 
     @property
     def num_chains(self) -> int:
-        return self.num_leapfrogs.shape[1]
+        return int(self.num_leapfrogs.shape[1])
 
     @property
     def utilization(self) -> float:
@@ -66,19 +66,22 @@ class NutsResult:
         n = self.num_leapfrogs.astype(np.float64)
         return float(np.mean(n.mean(axis=1) / np.maximum(n.max(axis=1), 1)))
 
-    def ess(self) -> np.ndarray:
+    def ess(self) -> np.ndarray[Any, Any]:
         return diagnostics.effective_sample_size(np.asarray(self.samples))
 
-    def rhat(self) -> np.ndarray:
+    def rhat(self) -> np.ndarray[Any, Any]:
         return diagnostics.potential_scale_reduction(np.asarray(self.samples))
 
-    def to_arviz(self):
+    def to_arviz(self) -> Any:
         """The draws and statistics as ArviZ ``InferenceData`` (needs ``pip install arviz``)."""
         try:
             import arviz
         except ImportError:
             raise ImportError("to_arviz() needs ArviZ: pip install 'pcbatch[arviz]'") from None
-        chains_first = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+
+        def chains_first(a: Any) -> np.ndarray[Any, Any]:
+            return np.swapaxes(np.asarray(a), 0, 1)
+
         stats = {
             "n_steps": self.num_leapfrogs,
             "tree_depth": self.tree_depth,
@@ -93,16 +96,16 @@ class NutsResult:
 
 
 def sample(
-    target_log_prob_fn: Callable | None,
-    initial_state,
+    target_log_prob_fn: Callable[[Any], Any] | None,
+    initial_state: Any,
     *,
     num_samples: int,
     num_warmup: int,
     step_size: float = 0.1,
     max_tree_depth: int = 10,
     seed: int,
-    backend=None,
-    value_and_grad: Callable | None = None,
+    backend: Any = None,
+    value_and_grad: Callable[[Any], tuple[Any, Any]] | None = None,
     target_accept_prob: float = 0.8,
     first_chain: int = 0,
     first_draw: int = 0,
@@ -173,7 +176,7 @@ def sample(
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
     draws = np.full(num_chains, np.uint32(first_draw))
     # Returns first: chains unwinding their trees all meet before the next descent.
-    options = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
+    options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
     bar = None
@@ -187,7 +190,10 @@ def sample(
         outputs = run_chain(q, steps, seeds, chains, draws, **options)
     wall = time.perf_counter() - start
     samples, leapfrogs, depths, divergent, accept, step_sizes, inv_mass = outputs
-    host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+
+    def host(a: Any) -> np.ndarray[Any, Any]:
+        return np.swapaxes(np.asarray(a), 0, 1)
+
     return NutsResult(
         samples=_swap_chains(samples),
         num_leapfrogs=host(leapfrogs),
@@ -202,7 +208,7 @@ def sample(
     )
 
 
-def _on_backend(state, backend):
+def _on_backend(state: Any, backend: Any) -> Any:
     """``state`` as ``backend``'s arrays (a TensorFlow program traced for tensors is
     traced again for NumPy arrays)."""
     if getattr(backend, "name", None) == "tensorflow":
@@ -212,7 +218,7 @@ def _on_backend(state, backend):
     return state
 
 
-def _default_backend(initial_state):
+def _default_backend(initial_state: Any) -> Any:
     """The backend pcbatch picks for ``initial_state`` (TensorFlow's default is XLA)."""
     if gradients.array_library(initial_state) == "tensorflow":
         from pcbatch.backends.tensorflow import TensorFlowBackend
@@ -221,7 +227,7 @@ def _default_backend(initial_state):
     return None
 
 
-def _swap_chains(samples):
+def _swap_chains(samples: Any) -> Any:
     """``[chains, draws, ...]`` -> ``[draws, chains, ...]``, keeping the backend's array type."""
     perm = (1, 0) + tuple(range(2, len(samples.shape)))
     if gradients.array_library(samples) == "tensorflow":
@@ -231,7 +237,7 @@ def _swap_chains(samples):
     return samples.transpose(perm)
 
 
-def _float_state(state, backend):
+def _float_state(state: Any, backend: Any) -> Any:
     """``state`` as float32 or float64 arrays of its library (see `sample`'s rules)."""
     if not (hasattr(state, "shape") and hasattr(state, "dtype")):
         state = np.asarray(state)  # a list or tuple of numbers
@@ -257,7 +263,7 @@ def _float_state(state, backend):
     )
 
 
-def _as_default_float(state, backend):
+def _as_default_float(state: Any, backend: Any) -> Any:
     """An integer ``state`` in its library's default float dtype."""
     library = gradients.array_library(state)
     if library == "jax":
@@ -271,7 +277,7 @@ def _as_default_float(state, backend):
     return np.asarray(state, dtype=np.float64)
 
 
-def _step_sizes(step_size, dtype, num_chains: int) -> np.ndarray:
+def _step_sizes(step_size: Any, dtype: Any, num_chains: int) -> np.ndarray[Any, Any]:
     """One positive finite step size per chain, in the state's dtype."""
     try:
         steps = np.asarray(step_size)
@@ -293,7 +299,7 @@ def _step_sizes(step_size, dtype, num_chains: int) -> np.ndarray:
     return per_chain.astype(dtype)
 
 
-def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
+def _check_arguments(num_samples: int, num_warmup: int, max_tree_depth: int) -> None:
     if int(num_samples) < 1:
         raise ValueError(f"num_samples must be at least 1, got {num_samples}")
     if int(num_warmup) < 0:
@@ -306,8 +312,14 @@ def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
 
 @functools.lru_cache(maxsize=32)
 def _compiled(
-    value_and_grad, num_samples, num_warmup, max_tree_depth, event_shape, target, show_progress
-):
+    value_and_grad: Callable[[Any], tuple[Any, Any]],
+    num_samples: int,
+    num_warmup: int,
+    max_tree_depth: int,
+    event_shape: tuple[int, ...],
+    target: float,
+    show_progress: bool,
+) -> Any:
     """One `Context` per sampler configuration, so its compiled programs are reused."""
     from pcbatch.api import Context
 
@@ -336,13 +348,13 @@ class NoUTurnSampler:
 
     def __init__(
         self,
-        target_log_prob_fn=None,
-        step_size=0.1,
-        max_tree_depth=10,
+        target_log_prob_fn: Callable[[Any], Any] | None = None,
+        step_size: Any = 0.1,
+        max_tree_depth: int = 10,
         *,
         seed: int = 0,
-        value_and_grad=None,
-    ):
+        value_and_grad: Callable[[Any], tuple[Any, Any]] | None = None,
+    ) -> None:
         self.target_log_prob_fn = target_log_prob_fn
         self.step_size = step_size
         self.max_tree_depth = max_tree_depth
@@ -353,10 +365,12 @@ class NoUTurnSampler:
     def is_calibrated(self) -> bool:
         return True
 
-    def bootstrap_results(self, current_state) -> KernelResults:
+    def bootstrap_results(self, current_state: Any) -> KernelResults:
         return KernelResults(draw=0, last=None)
 
-    def one_step(self, current_state, previous_kernel_results: KernelResults):
+    def one_step(
+        self, current_state: Any, previous_kernel_results: KernelResults
+    ) -> tuple[Any, KernelResults]:
         result = sample(
             self.target_log_prob_fn,
             current_state,

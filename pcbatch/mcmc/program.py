@@ -26,27 +26,33 @@ of `build`, so pcbatch treats them as constants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from pcbatch.callbacks import host_callback
 from pcbatch.mcmc import random as rnd
 from pcbatch.mcmc import trees, warmup
 
+if TYPE_CHECKING:
+    from pcbatch.api import BatchedFunction, Context
+
 #: the label of the gradient primitive, for counting gradient evaluations
 GRADIENT_LABEL = "value_and_grad(q_new)"
 
 
 def build(
-    ctx,
-    value_and_grad,
+    ctx: Context,
+    value_and_grad: Callable[[Any], Any],
     *,
-    num_samples,
-    num_warmup,
-    max_tree_depth,
-    event_shape,
-    target_accept,
-    on_draw=None,
-):
+    num_samples: int,
+    num_warmup: int,
+    max_tree_depth: int,
+    event_shape: tuple[int, ...],
+    target_accept: float,
+    on_draw: Callable[..., Any] | None = None,
+) -> BatchedFunction:
     """Defines the sampler's batched functions in ``ctx``; returns the entry point."""
     size = int(np.prod(event_shape, dtype=np.int64))
     plan = warmup.schedule(num_warmup)
