@@ -7,6 +7,10 @@ structure (tuples, nested tuples, namedtuple types), shapes and dtypes; ints and
 bools exactly, floats to rtol=1e-12. Each program's plain-Python ``reference``
 checks the program itself against ``dry_run``, example by example.
 
+On JAX and TensorFlow each batch size is a compilation of its own (seconds each): the
+fast tier runs every program there at one of the three sizes, taken in turn down the
+corpus, so every size is checked on every backend; the slow tier (``--slow``) at all three.
+
 Skipped as a whole until ``pcbatch.Context`` exists.
 """
 
@@ -20,7 +24,7 @@ import pcbatch
 if getattr(pcbatch, "Context", None) is None:
     pytest.skip("pcbatch.Context (the Python frontend) does not exist yet", allow_module_level=True)
 
-from tests import backends  # noqa: E402
+from tests import backends, tiers  # noqa: E402
 from tests.programs.python_corpus import NUMPY_ONLY, PY_CORPUS, PY_CORPUS_BY_NAME  # noqa: E402
 
 BATCH_SIZES = (1, 2, 37)
@@ -77,9 +81,19 @@ def _copies(args):
     return [np.array(a, copy=True) for a in args]
 
 
-@pytest.mark.parametrize("batch_size", BATCH_SIZES)
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("entry", PY_CORPUS, ids=lambda p: p.name)
+def _batched_cases():
+    for k, entry in enumerate(PY_CORPUS):
+        for mode in MODES:
+            compiled = mode in backends.BACKEND_NAMES[1:]
+            for batch_size in BATCH_SIZES:
+                fast = not compiled or batch_size == BATCH_SIZES[k % len(BATCH_SIZES)]
+                yield pytest.param(
+                    entry, mode, batch_size, id=f"{entry.name}-{mode}-{batch_size}",
+                    marks=() if fast else tiers.slow,
+                )
+
+
+@pytest.mark.parametrize(("entry", "mode", "batch_size"), list(_batched_cases()))
 def test_batched_equals_dry_run(entry, mode, batch_size):
     if mode in backends.BACKEND_NAMES and entry.name in NUMPY_ONLY:
         pytest.skip("uses a plain helper with Python control flow on values")

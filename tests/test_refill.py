@@ -16,6 +16,7 @@ import pytest
 import pcbatch
 from pcbatch import examples
 from pcbatch.vm.machine import StepLimitError
+from tests import tiers
 from tests.backends import BACKEND_NAMES, assert_close, backend, backend_param, leaves
 from tests.programs.python_corpus import PY_CORPUS_BY_NAME
 
@@ -33,6 +34,19 @@ CORPUS_CASES = [
     ("leapfrog_oscillator", 8, 3),
 ]
 NUMPY_ONLY = {"guarded_lookup", "guarded_div", "first_big"}
+COMPILED = BACKEND_NAMES[1:]
+
+
+def _map_cases():
+    """Every case on NumPy; on JAX and TensorFlow (a compilation per case) the fast tier
+    takes the cases in turn, one backend each, and the slow tier (``--slow``) all."""
+    for backend_name in BACKEND_NAMES:
+        for k, (name, count, width) in enumerate(CORPUS_CASES):
+            fast = backend_name == "numpy" or COMPILED[k % len(COMPILED)] == backend_name
+            yield pytest.param(
+                backend_name, name, count, width, id=f"{name}-{count}-{width}-{backend_name}",
+                marks=() if fast else tiers.slow,
+            )
 
 
 
@@ -42,8 +56,7 @@ def _assert_same(actual, expected, backend_name):
         assert_close(a, e, backend_name)
 
 
-@backend_param
-@pytest.mark.parametrize("name, count, width", CORPUS_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize(("backend_name", "name", "count", "width"), list(_map_cases()))
 def test_map_equals_dry_run(backend_name, name, count, width):
     entry = PY_CORPUS_BY_NAME[name]
     args = entry.make_args(np.random.RandomState(count), count)
