@@ -34,20 +34,6 @@ CORPUS_CASES = [
     ("leapfrog_oscillator", 8, 3),
 ]
 NUMPY_ONLY = {"guarded_lookup", "guarded_div", "first_big"}
-COMPILED = BACKEND_NAMES[1:]
-
-
-def _map_cases():
-    """Every case on NumPy; on JAX and TensorFlow (a compilation per case) the fast tier
-    takes the cases in turn, one backend each, and the slow tier (``--slow``) all."""
-    for backend_name in BACKEND_NAMES:
-        for k, (name, count, width) in enumerate(CORPUS_CASES):
-            fast = backend_name == "numpy" or COMPILED[k % len(COMPILED)] == backend_name
-            yield pytest.param(
-                backend_name, name, count, width, id=f"{name}-{count}-{width}-{backend_name}",
-                marks=() if fast else tiers.slow,
-            )
-
 
 
 def _assert_same(actual, expected, backend_name):
@@ -56,8 +42,11 @@ def _assert_same(actual, expected, backend_name):
         assert_close(a, e, backend_name)
 
 
-@pytest.mark.parametrize(("backend_name", "name", "count", "width"), list(_map_cases()))
-def test_map_equals_dry_run(backend_name, name, count, width):
+# Every case on NumPy; on JAX and TensorFlow the fast tier takes the cases in turn (tests/tiers.py).
+@pytest.mark.parametrize(
+    ("name", "count", "width", "backend_name"), tiers.in_turn(CORPUS_CASES, BACKEND_NAMES)
+)
+def test_map_equals_dry_run(name, count, width, backend_name):
     entry = PY_CORPUS_BY_NAME[name]
     args = entry.make_args(np.random.RandomState(count), count)
     expected = entry.fn(*args, dry_run=True)

@@ -27,3 +27,26 @@ slow = pytest.mark.slow
 def pick(fast: T, slow: T) -> T:
     """``fast`` in the fast tier, ``slow`` under ``--slow``."""
     return slow if SLOW else fast
+
+
+def in_turn(cases: list, backend_names: list) -> list:
+    """``pytest.param(*case, backend_name)`` for every case and backend: every case on
+    NumPy; on JAX and TensorFlow, where each case is a compilation of its own, the fast
+    tier takes the cases in turn, one compiled backend each (so each runs about half of
+    them), and the slow tier runs all. A case is a ``pytest.param`` or a tuple."""
+    compiled = [b for b in backend_names if b != "numpy"]
+    params = []
+    for backend_name in backend_names:
+        for k, case in enumerate(cases):
+            values, case_id = (
+                (tuple(case.values), case.id) if hasattr(case, "values") else (tuple(case), None)
+            )
+            fast = backend_name == "numpy" or compiled[k % len(compiled)] == backend_name
+            case_id = case_id or "-".join(str(v) for v in values)
+            params.append(
+                pytest.param(
+                    *values, backend_name, id=f"{case_id}-{backend_name}",
+                    marks=() if fast else slow,
+                )
+            )
+    return params
