@@ -31,7 +31,7 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from pcbatch.frontend import fence, unbound
 from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.snapshot import Snapshot
 from pcbatch.frontend.to_ir import Translator
-from pcbatch.ir.nodes import Module, Program, SourceLoc
+from pcbatch.ir.nodes import Function, Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, is_python_scalar, map_pattern, rebuild
 from pcbatch.passes import order_blocks, pipeline
 from pcbatch.vm import machine, refill, runner
@@ -68,12 +68,14 @@ BACKEND_NAMES = ("numpy", "jax", "tensorflow")
 
 _dry_run = threading.local()
 
+_T = TypeVar("_T")
+
 
 def _in_dry_run() -> bool:
     return getattr(_dry_run, "depth", 0) > 0
 
 
-def _not_for_autograph(entity):
+def _not_for_autograph(entity: _T) -> _T:
     """Marks ``entity`` (a class, for calls of its instances, or a method) for
     TensorFlow's AutoGraph to call as written.
 
@@ -82,7 +84,7 @@ def _not_for_autograph(entity):
     one, against 0.55 s as written. The mark is the attribute that
     ``tf.autograph.experimental.do_not_convert`` sets; it is set here so that pcbatch
     need not import TensorFlow."""
-    entity.autograph_info__ = frozenset()
+    entity.autograph_info__ = frozenset()  # type: ignore[attr-defined]
     return entity
 
 
@@ -131,7 +133,12 @@ class BatchedFunction:
     #: how the compiler recognizes a batched function without importing this module
     is_batched_function = True
 
-    def __init__(self, context: Context, function: Callable, type_inference: Callable | None):
+    def __init__(
+        self,
+        context: Context,
+        function: Callable[..., Any],
+        type_inference: Callable[..., Any] | None,
+    ) -> None:
         self.context = context
         self.python_function = function
         self.type_inference = type_inference
@@ -142,7 +149,7 @@ class BatchedFunction:
     def __repr__(self) -> str:
         return f"<batched function {self.name}>"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _in_dry_run():
             return self.python_function(*args, **kwargs)
         self._check_not_nested()
@@ -152,7 +159,7 @@ class BatchedFunction:
             _drop_internal_frames(e)
             raise
 
-    def with_options(self, **options) -> OptionedFunction:
+    def with_options(self, **options: Any) -> OptionedFunction:
         """This function with call options fixed: ``fn.with_options(max_steps=1000)(x)``.
 
         The way to pass an option whose name is also one of the function's own
@@ -164,7 +171,7 @@ class BatchedFunction:
         return OptionedFunction(self, options)
 
     @_not_for_autograph
-    def map(self, *args, **kwargs):
+    def map(self, *args: Any, **kwargs: Any) -> Any:
         """Runs the function on N independent inputs through ``width`` lanes, refilling.
 
         Call as ``fn.map(*args, width=B, group=None, priority=None, **kwargs)``.
@@ -219,7 +226,9 @@ class BatchedFunction:
         )
 
     # -- calling -------------------------------------------------------------------
-    def _option_keywords(self, kwargs: dict, names: Sequence, preset: dict) -> dict:
+    def _option_keywords(
+        self, kwargs: dict[str, Any], names: Sequence[str], preset: dict[str, Any]
+    ) -> dict[str, Any]:
         """Pops the call options out of ``kwargs``: a keyword naming one of the
         function's own parameters stays the function's, as in Python."""
         options = dict(preset)
@@ -237,7 +246,7 @@ class BatchedFunction:
         param = self.signature.parameters.get(name)
         return param is not None and param.kind != inspect.Parameter.POSITIONAL_ONLY
 
-    def _call(self, args: tuple, kwargs: dict, preset: dict):
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any], preset: dict[str, Any]) -> Any:
         kwargs = dict(kwargs)
         options = self._option_keywords(kwargs, CALL_OPTIONS, preset)
         misplaced = [k for k in MAP_OPTIONS if k in options]
@@ -255,7 +264,7 @@ class BatchedFunction:
             return results
         return self.context._run(self.name, bound.values, options)
 
-    def _map(self, args: tuple, kwargs: dict, preset: dict):
+    def _map(self, args: tuple[Any, ...], kwargs: dict[str, Any], preset: dict[str, Any]) -> Any:
         kwargs = dict(kwargs)
         options = self._option_keywords(kwargs, CALL_OPTIONS + MAP_OPTIONS, preset)
         if "width" not in options:
@@ -280,14 +289,15 @@ class BatchedFunction:
         refill_plan = (width, group, priority)
         return self.context._run(self.name, bound.values, options, refill=refill_plan)
 
-    def _bind(self, args: tuple, kwargs: dict) -> Bound:
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Bound:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(
                 f"{self.name}(): {e}. Call options are: {', '.join(CALL_OPTIONS)}"
             ) from None
-        values, passed = [], bound.arguments
+        values: list[Any] = []
+        passed = bound.arguments
         for name, param in self.signature.parameters.items():
             what = f"{self.name}(): argument {name!r}"
             if name in passed:
@@ -303,13 +313,14 @@ class Bound:
     as the batched run takes them) and ``passed`` (the caller's own, by name)."""
 
     signature: inspect.Signature
-    values: list
-    passed: dict
+    values: list[Any]
+    passed: dict[str, Any]
 
-    def python_call(self, i: int) -> tuple:
+    def python_call(self, i: int) -> tuple[list[Any], dict[str, Any]]:
         """(args, kwargs) calling the plain function on example ``i``: only what the
         caller passed, so Python applies the defaults itself."""
-        args, kwargs = [], {}
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
         for k, (name, param) in enumerate(self.signature.parameters.items()):
             if name not in self.passed:
                 continue
@@ -325,14 +336,14 @@ class Bound:
 class OptionedFunction:
     """A batched function with call options fixed (`BatchedFunction.with_options`)."""
 
-    def __init__(self, batched: BatchedFunction, options: dict):
+    def __init__(self, batched: BatchedFunction, options: dict[str, Any]) -> None:
         self.batched = batched
         self.options = dict(options)
 
     def __repr__(self) -> str:
         return f"<batched function {self.batched.name} with options {self.options}>"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _in_dry_run():
             raise TypeError(
                 f"{self.batched.name}.with_options(...) cannot be called inside a batched "
@@ -345,7 +356,7 @@ class OptionedFunction:
             raise
 
     @_not_for_autograph
-    def map(self, *args, **kwargs):
+    def map(self, *args: Any, **kwargs: Any) -> Any:
         """`BatchedFunction.map` with these options."""
         if _in_dry_run():
             raise TypeError(f"{self.batched.name}.map() cannot be called inside a batched function")
@@ -355,7 +366,7 @@ class OptionedFunction:
             _drop_internal_frames(e)
             raise
 
-    def with_options(self, **options) -> OptionedFunction:
+    def with_options(self, **options: Any) -> OptionedFunction:
         _check_option_names(self.batched.name, options, CALL_OPTIONS + MAP_OPTIONS)
         _checked_options(self.batched.name, options)
         return OptionedFunction(self.batched, {**self.options, **options})
@@ -382,7 +393,7 @@ def _default_value(function: str, param: str, default: Any) -> Any:
     return map_pattern(lambda leaf: leaf if np.ndim(leaf) == 0 else leaf[None], value)
 
 
-def _checked_options(function: str, options: dict) -> dict:
+def _checked_options(function: str, options: dict[str, Any]) -> dict[str, Any]:
     """``options`` checked, each a TypeError or ValueError naming the option."""
     checked = dict(options)
     for flag in ("dry_run", "stackless", "return_status"):
@@ -414,7 +425,7 @@ def _checked_options(function: str, options: dict) -> dict:
     return checked
 
 
-def _check_backend(function: str, backend) -> None:
+def _check_backend(function: str, backend: Any) -> None:
     if backend is None or (isinstance(backend, str) and backend in BACKEND_NAMES):
         return
     if not isinstance(backend, str) and all(
@@ -428,7 +439,7 @@ def _check_backend(function: str, backend) -> None:
     )
 
 
-def _check_option_names(function: str, options: dict, names: Sequence) -> None:
+def _check_option_names(function: str, options: dict[str, Any], names: Sequence[str]) -> None:
     unknown = [k for k in options if k not in names]
     if unknown:
         raise TypeError(
@@ -469,7 +480,7 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
     return array
 
 
-def _list_as_array(value: list, what: str) -> np.ndarray:
+def _list_as_array(value: list[Any], what: str) -> np.ndarray[Any, Any]:
     """A list is a batch, one element per example, as ``np.asarray`` reads it."""
     advice = (
         "a list is read as one array (a batch, one element per example); pass an array, "
@@ -495,9 +506,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _batch_size(values: list, function: str = "", params: Sequence = ()) -> int:
+def _batch_size(values: list[Any], function: str = "", params: Sequence[str] = ()) -> int:
     """The common batch size of ``values`` (size-1 and 0-d leaves broadcast)."""
-    sizes: dict = {}
+    sizes: dict[int, str] = {}
     for k, value in enumerate(values):
         for leaf in _leaves(value):
             if np.ndim(leaf) >= 1 and np.shape(leaf)[0] != 1:
@@ -512,7 +523,7 @@ def _batch_size(values: list, function: str = "", params: Sequence = ()) -> int:
     return next(iter(sizes)) if sizes else 1
 
 
-def _leaves(value: Any) -> list:
+def _leaves(value: Any) -> list[Any]:
     if is_pattern_node(value):
         return [leaf for item in value for leaf in _leaves(item)]
     return [value]
@@ -527,7 +538,7 @@ def _example(value: Any, i: int) -> Any:
     return value[i] if np.shape(value)[0] != 1 else value[0]
 
 
-def _stack(results: list) -> Any:
+def _stack(results: list[Any]) -> Any:
     """The per-example results as one batch. Where some examples return a Python number
     and others an array, the numbers are weak (NEP 50), as in the batched run: ``0``
     beside a float32 is stored as float32."""
@@ -574,17 +585,23 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
 class Context:
     """Batches Python functions together; see the module docstring."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._functions: dict[str, BatchedFunction] = {}
         self._module: Module | None = None
         self._snapshot: Snapshot | None = None  # the globals and closures it was built from
-        self._programs: dict = {}
+        self._programs: dict[str, Program] = {}
         self._cache = runner.CompileCache()
-        self._backends_used = weakref.WeakSet()  # whose compile caches hold our programs
+        # the backends whose compile caches hold our programs
+        self._backends_used: weakref.WeakSet[Any] = weakref.WeakSet()
         self._lock = threading.RLock()
 
     # -- decorating --------------------------------------------------------------
-    def batch(self, function: Callable | None = None, *, type_inference: Callable | None = None):
+    def batch(
+        self,
+        function: Callable[..., Any] | None = None,
+        *,
+        type_inference: Callable[..., Any] | None = None,
+    ) -> Any:
         """Decorates a function to run batched: ``@ctx.batch`` or ``@ctx.batch(type_inference=f)``.
 
         Args:
@@ -604,10 +621,14 @@ class Context:
             return functools.partial(self._decorate, type_inference=type_inference)
         return self.batch_uncurried(function, type_inference)
 
-    def _decorate(self, function: Callable, type_inference=None) -> BatchedFunction:
+    def _decorate(
+        self, function: Callable[..., Any], type_inference: Callable[..., Any] | None = None
+    ) -> BatchedFunction:
         return self.batch_uncurried(function, type_inference)
 
-    def batch_uncurried(self, function: Callable, type_inference: Callable | None = None):
+    def batch_uncurried(
+        self, function: Callable[..., Any], type_inference: Callable[..., Any] | None = None
+    ) -> BatchedFunction:
         """The non-decorator form of `batch`."""
         if not isinstance(function, types.FunctionType):
             raise TypeError(f"ctx.batch needs a function defined with def, got {function!r}")
@@ -627,7 +648,7 @@ class Context:
             self._programs.clear()
         return batched
 
-    def function_names(self) -> list:
+    def function_names(self) -> list[str]:
         """Names of the functions decorated in this context, in decoration order."""
         return list(self._functions)
 
@@ -682,7 +703,9 @@ class Context:
                 self._programs[main] = self.module().program(main)
             return self._programs[main]
 
-    def program_compiled(self, main: str, sig: Sequence | None = None, backend=None) -> Program:
+    def program_compiled(
+        self, main: str, sig: Sequence[Any] | None = None, backend: Any = None
+    ) -> Program:
         """The typed, optimized structured program (what the stackless VM runs).
 
         With ``sig`` or ``backend`` None, type inference is skipped: the result
@@ -690,7 +713,9 @@ class Context:
         """
         return pipeline.compile_program(self.program(main), sig, backend, stop_after="allocate")
 
-    def program_lowered(self, main: str, sig: Sequence | None = None, backend=None) -> Program:
+    def program_lowered(
+        self, main: str, sig: Sequence[Any] | None = None, backend: Any = None
+    ) -> Program:
         """The lowered program the stack machine runs (cached per signature and backend).
 
         With ``sig`` or ``backend`` None, type inference is skipped: the result
@@ -701,14 +726,20 @@ class Context:
             return pipeline.compile_program(program, None, None)
         return self._cache.get(program, list(sig), backend, lowered=True)
 
-    def lowered_for_args(self, name: str, args: Sequence, backend=None) -> Program:
+    def lowered_for_args(self, name: str, args: Sequence[Any], backend: Any = None) -> Program:
         """`program_lowered` for the signature of ``args``."""
         backend = backend or NumpyBackend()
         values = [_as_array_pattern(a) for a in args]
         return self.program_lowered(name, runner.signature_of(values, backend), backend)
 
     # -- running -----------------------------------------------------------------
-    def _run(self, name: str, values: list, options: dict, refill: tuple = (None, None, None)):
+    def _run(
+        self,
+        name: str,
+        values: list[Any],
+        options: dict[str, Any],
+        refill: tuple[Any, Any, Any] = (None, None, None),
+    ) -> Any:
         backend = _backend_named(options.get("backend")) or _backend_for(values)
         if hasattr(backend, "compile_cache"):
             self._backends_used.add(backend)
@@ -719,7 +750,14 @@ class Context:
         with running.inside((name, self)):
             return self._run_program(program, values, options, backend, refill)
 
-    def _run_program(self, program, values, options, backend, refill):
+    def _run_program(
+        self,
+        program: Program,
+        values: list[Any],
+        options: dict[str, Any],
+        backend: Any,
+        refill: tuple[Any, Any, Any],
+    ) -> Any:
         return runner.run(
             program,
             values,
@@ -758,7 +796,7 @@ def _check_plain_function(function: types.FunctionType) -> None:
         )
 
 
-def _backend_for(values: list):
+def _backend_for(values: list[Any]) -> Any:
     """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF, else NumPy."""
     for value in values:
         for leaf in _leaves(value):
@@ -770,17 +808,17 @@ def _backend_for(values: list):
     return NumpyBackend()
 
 
-_SHARED: dict = {}
+_SHARED: dict[str, Any] = {}
 
 
-def _backend_named(backend):
+def _backend_named(backend: Any) -> Any:
     """``backend=``'s value: a backend, None, or a name in `BACKEND_NAMES`."""
     if not isinstance(backend, str):
         return backend
     return NumpyBackend() if backend == "numpy" else _shared_backend(backend)
 
 
-def _shared_backend(name: str):
+def _shared_backend(name: str) -> Any:
     """One instance per compiled backend, so its compile cache lives across calls."""
     if name not in _SHARED:
         if name == "jax":
@@ -794,7 +832,7 @@ def _shared_backend(name: str):
     return _SHARED[name]
 
 
-def _build_module(functions: dict) -> Module:
+def _build_module(functions: dict[str, BatchedFunction]) -> Module:
     parsed = {name: parse_function(bf.python_function) for name, bf in functions.items()}
     batched_names = frozenset(functions)
     for p in parsed.values():
@@ -810,12 +848,12 @@ def _build_module(functions: dict) -> Module:
     )
 
 
-def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
+def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict[str, BatchedFunction]) -> None:
     loc = SourceLoc(p.filename, p.name, p.tree.lineno)
 
     by_python_function = {id(bf.python_function): bf for bf in functions.values()}
 
-    def resolve(value):
+    def resolve(value: Any) -> BatchedFunction | None:
         """The batched function of this Context that ``value`` is, else None; also when
         ``value`` is its plain function (``ctx.batch_uncurried(fib)`` leaves the global
         ``fib`` plain, and a call through it is still a batched call)."""
@@ -836,7 +874,7 @@ def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict) -> None:
         )
 
 
-def _finished(fn, type_inference):
+def _finished(fn: Function, type_inference: Callable[..., Any] | None) -> Function:
     """The built function with its declared types and Python's possibly-unbound locals."""
     fn = dataclasses.replace(
         fn,

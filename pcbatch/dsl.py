@@ -523,7 +523,7 @@ def _thread_and_prune(drafts: dict, order: list, entry: str) -> list:
 class ModuleBuilder:
     """Collects hand-written functions into a `Module`."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._handles: dict[str, FunctionHandle] = {}
         self._defined: dict[str, tuple[nodes.Function, str | None]] = {}
 

@@ -19,6 +19,7 @@ import pcbatch
 from pcbatch import examples
 from pcbatch.errors import StackOverflowError
 from pcbatch.vm import compact
+from tests import tiers
 from tests.backends import BACKEND_NAMES, assert_close, backend, leaves
 from tests.programs.python_corpus import PY_CORPUS_BY_NAME
 
@@ -44,9 +45,12 @@ def _assert_same(actual, expected, backend_name):
         assert_close(a, e, backend_name)
 
 
-@compiled_param
-@pytest.mark.parametrize("name", CORPUS)
-def test_compacted_corpus_equals_dry_run(backend_name, name):
+# The fast tier takes the programs in turn, one compiled backend each (tests/tiers.py).
+@pytest.mark.parametrize(
+    ("name", "backend_name"),
+    tiers.in_turn([(name,) for name in CORPUS], [n for n in BACKEND_NAMES if n != "numpy"]),
+)
+def test_compacted_corpus_equals_dry_run(name, backend_name):
     # Collatz (cheap to compile) with two buckets: each step picks one of three widths.
     widths = (2, 4) if name == "collatz" else WIDTHS
     entry = PY_CORPUS_BY_NAME[name]

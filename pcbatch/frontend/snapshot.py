@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,7 @@ _MISSING = object()
 class Snapshot:
     """Values of the names the functions given (and the plain functions they reach) read."""
 
-    def __init__(self, functions):
+    def __init__(self, functions: Iterable[Any]) -> None:
         # (namespace kind, where, name, value, a small array's bytes)
         self._entries: list = []
         self._seen: set = set()

@@ -69,19 +69,19 @@ class NutsResult:
     """
 
     samples: Any
-    num_leapfrogs: np.ndarray
-    tree_depth: np.ndarray
-    diverging: np.ndarray
-    accept_prob: np.ndarray
-    step_size: np.ndarray
-    inverse_mass: np.ndarray
+    num_leapfrogs: np.ndarray[Any, Any]
+    tree_depth: np.ndarray[Any, Any]
+    diverging: np.ndarray[Any, Any]
+    accept_prob: np.ndarray[Any, Any]
+    step_size: np.ndarray[Any, Any]
+    inverse_mass: np.ndarray[Any, Any]
     gradient_evaluations: int
     leapfrog_steps: int
     wall_time: float
 
     @property
     def num_chains(self) -> int:
-        return self.num_leapfrogs.shape[1]
+        return int(self.num_leapfrogs.shape[1])
 
     @property
     def utilization(self) -> float:
@@ -124,7 +124,10 @@ class NutsResult:
             import arviz
         except ImportError:
             raise ImportError("to_arviz() needs ArviZ: pip install 'pcbatch[arviz]'") from None
-        chains_first = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+
+        def chains_first(a: Any) -> np.ndarray[Any, Any]:
+            return np.swapaxes(np.asarray(a), 0, 1)
+
         stats = {
             "n_steps": self.num_leapfrogs,
             "tree_depth": self.tree_depth,
@@ -144,8 +147,8 @@ class NutsResult:
 
 
 def sample(
-    target_log_prob_fn: Callable | None,
-    initial_state,
+    target_log_prob_fn: Callable[[Any], Any] | None,
+    initial_state: Any,
     *,
     num_samples: int,
     num_warmup: int,
@@ -296,7 +299,7 @@ def _sample(
     draws = np.full(num_chains, np.uint32(first_draw))
     state = warmup.start_state(q, steps, dtype)
     # Returns first: chains unwinding their trees all meet before the next descent.
-    options = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
+    options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
     bar = None
@@ -529,7 +532,7 @@ def _on_backend(state, backend):
     return state
 
 
-def _default_backend(initial_state):
+def _default_backend(initial_state: Any) -> Any:
     """The backend pcbatch picks for ``initial_state`` (TensorFlow's default is XLA)."""
     if gradients.array_library(initial_state) == "tensorflow":
         from pcbatch.backends.tensorflow import TensorFlowBackend
@@ -538,7 +541,7 @@ def _default_backend(initial_state):
     return None
 
 
-def _swap_chains(samples):
+def _swap_chains(samples: Any) -> Any:
     """``[chains, draws, ...]`` -> ``[draws, chains, ...]``, keeping the backend's array type."""
     perm = (1, 0) + tuple(range(2, len(samples.shape)))
     if gradients.array_library(samples) == "tensorflow":
@@ -574,7 +577,7 @@ def _float_state(state, backend, what: str = "initial_state"):
     )
 
 
-def _as_default_float(state, backend):
+def _as_default_float(state: Any, backend: Any) -> Any:
     """An integer ``state`` in its library's default float dtype."""
     library = gradients.array_library(state)
     if library == "jax":
@@ -588,7 +591,7 @@ def _as_default_float(state, backend):
     return np.asarray(state, dtype=np.float64)
 
 
-def _step_sizes(step_size, dtype, num_chains: int) -> np.ndarray:
+def _step_sizes(step_size: Any, dtype: Any, num_chains: int) -> np.ndarray[Any, Any]:
     """One positive finite step size per chain, in the state's dtype."""
     try:
         steps = np.asarray(step_size)
@@ -610,7 +613,7 @@ def _step_sizes(step_size, dtype, num_chains: int) -> np.ndarray:
     return per_chain.astype(dtype)
 
 
-def _check_arguments(num_samples, num_warmup, max_tree_depth) -> None:
+def _check_arguments(num_samples: int, num_warmup: int, max_tree_depth: int) -> None:
     if int(num_samples) < 1:
         raise ValueError(f"num_samples must be at least 1, got {num_samples}")
     if int(num_warmup) < 0:
@@ -656,9 +659,9 @@ class NoUTurnSampler:
 
     def __init__(
         self,
-        target_log_prob_fn=None,
-        step_size=0.1,
-        max_tree_depth=10,
+        target_log_prob_fn: Callable[[Any], Any] | None = None,
+        step_size: Any = 0.1,
+        max_tree_depth: int = 10,
         *,
         seed: int = 0,
         value_and_grad=None,
@@ -677,7 +680,7 @@ class NoUTurnSampler:
     def is_calibrated(self) -> bool:
         return True
 
-    def bootstrap_results(self, current_state) -> KernelResults:
+    def bootstrap_results(self, current_state: Any) -> KernelResults:
         return KernelResults(draw=0, last=None)
 
     def one_step(self, current_state, previous_kernel_results: KernelResults):

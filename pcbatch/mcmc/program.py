@@ -31,26 +31,32 @@ them runs in the program already compiled.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from pcbatch.callbacks import host_callback
 from pcbatch.mcmc import random as rnd
 from pcbatch.mcmc import trees, warmup
 
+if TYPE_CHECKING:
+    from pcbatch.api import BatchedFunction, Context
+
 #: the label of the gradient primitive, for counting gradient evaluations
 GRADIENT_LABEL = "value_and_grad(q_new, data)"
 
 
 def build(
-    ctx,
-    value_and_grad,
+    ctx: Context,
+    value_and_grad: Callable[[Any], Any],
     *,
-    capacity,
-    max_tree_depth,
-    event_shape,
-    target_accept,
-    on_draw=None,
-):
+    capacity: int,
+    max_tree_depth: int,
+    event_shape: tuple[int, ...],
+    target_accept: float,
+    on_draw: Callable[..., Any] | None = None,
+) -> BatchedFunction:
     """Defines the sampler's batched functions in ``ctx``; returns the entry point."""
     size = int(np.prod(event_shape, dtype=np.int64))
     log_target = float(np.log(0.8))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcbatch.passes import (
     allocate,
@@ -23,6 +23,9 @@ from pcbatch.passes import (
     tail_calls,
     thread_jumps,
 )
+
+if TYPE_CHECKING:
+    from pcbatch.ir.nodes import Program
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +59,14 @@ UNTYPED_PASSES = tuple(p for p in PASSES if p[0] != "infer_types")
 
 
 def compile_program(
-    program, sig, backend, *, verify: bool | None = None, stop_after=None, schedule=None
-):
+    program: Program,
+    sig: Sequence[Any] | None,
+    backend: Any,
+    *,
+    verify: bool | None = None,
+    stop_after: str | None = None,
+    schedule: str | None = None,
+) -> Program:
     """Runs the pipeline; ``stop_after`` names a pass to stop after (for golden tests).
 
     With ``sig`` or ``backend`` None, type inference is skipped: the result shows

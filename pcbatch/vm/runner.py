@@ -121,7 +121,7 @@ class CompileCache:
     that asks for it, while the others asking for that key wait for its result.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._entries: dict = {}
         self._compiling: dict = {}  # key -> the lock held while that key compiles
         self._lock = threading.Lock()

@@ -107,14 +107,17 @@ def corpus_entries():
     return entries
 
 
-def check_corpus(batch: int, devices: int, identical: str) -> None:
-    """Every program: the sharded run equals ``dry_run``; and bit for bit the one-device
-    run, for the programs of ``pcbatch/examples.py`` (``identical="examples"``) or all
-    (``"all"``: one more compilation per program, so not by default)."""
+def check_corpus(batch: int, devices: int, identical: str, every: int = 1) -> None:
+    """Every ``every``-th corpus program and every program of ``pcbatch/examples.py``: the
+    sharded run equals ``dry_run``; and bit for bit the one-device run, for the programs
+    of ``pcbatch/examples.py`` (``identical="examples"``) or all (``"all"``: one more
+    compilation per program, so not by default)."""
     from pcbatch.backends.jax import JaxBackend
 
     single, split = JaxBackend(), sharded(devices)
-    for name, fn, make_args, depth in corpus_entries():
+    entries = corpus_entries()
+    chosen = [e for k, e in enumerate(entries) if k % every == 0 or e[0].startswith("examples.")]
+    for name, fn, make_args, depth in chosen:
         args = make_args(np.random.RandomState(batch), batch)
         one_device = single if identical == "all" or name.startswith("examples.") else None
         report(name, corpus_case(fn, args, depth, split, one_device))
@@ -445,7 +448,7 @@ def main(argv) -> None:
     devices = int(rest[0])
     expect_devices(devices)
     if check == "corpus":
-        check_corpus(int(rest[1]), devices, rest[2])
+        check_corpus(int(rest[1]), devices, rest[2], int(rest[3]) if len(rest) > 3 else 1)
     else:
         {"layout": check_layout, "flags": check_flags, "hlo": check_hlo, "nuts": check_nuts}[
             check

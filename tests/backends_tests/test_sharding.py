@@ -26,13 +26,16 @@ from jax.sharding import Mesh  # noqa: E402
 import pcbatch  # noqa: E402
 from pcbatch.backends.jax import JaxBackend  # noqa: E402
 from pcbatch.examples import collatz, fib  # noqa: E402
-from tests import backends  # noqa: E402
+from tests import backends, tiers  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 WORKER = pathlib.Path(__file__).with_name("sharded_worker.py")
 DEVICES = 4
 #: set to 1 to compare every corpus program bit for bit with the one-device run
 FULL = os.environ.get("PCBATCH_FULL_SHARDING_TESTS") == "1"
+#: the fast tier shards every 8th corpus program (and every one of pcbatch/examples.py);
+#: the slow tier (``--slow``) all of them
+CORPUS_EVERY = tiers.pick(8, 1)
 
 
 def _env(devices: int) -> dict:
@@ -80,6 +83,8 @@ def _assert_all_pass(cases: dict) -> None:
 
 
 CHECKS = ["layout", "flags", "hlo", "nuts"]
+#: checks of the slow tier only: NUTS with sharded chains compiles the sampler twice
+SLOW_CHECKS = {"nuts"}
 
 
 def _free_port() -> int:
@@ -92,9 +97,15 @@ def _free_port() -> int:
 def workers(tmp_path_factory):
     """Every worker started at once (each compiles on one core; CI has two)."""
     logs, port = tmp_path_factory.mktemp("sharding"), _free_port()
-    started = {check: [_start(logs / check, check, DEVICES)] for check in CHECKS}
+    started = {
+        check: [_start(logs / check, check, DEVICES)]
+        for check in CHECKS
+        if tiers.SLOW or check not in SLOW_CHECKS
+    }
     identical = "all" if FULL else "examples"
-    started["corpus"] = [_start(logs / "corpus", "corpus", DEVICES, 7, identical)]
+    started["corpus"] = [
+        _start(logs / "corpus", "corpus", DEVICES, 7, identical, CORPUS_EVERY)
+    ]
     # jax.distributed.initialize: two CPU processes of two devices each, on loopback
     started["multiprocess"] = [
         _start(logs / f"process{p}", "multiprocess", p, 2, port, 2, devices=2) for p in (0, 1)
@@ -107,7 +118,9 @@ def workers(tmp_path_factory):
                 process.wait()
 
 
-@pytest.mark.parametrize("check", CHECKS)
+@pytest.mark.parametrize(
+    "check", [pytest.param(c, marks=tiers.slow if c in SLOW_CHECKS else ()) for c in CHECKS]
+)
 def test_sharded_runs(workers, check):
     """Results laid out as asked, per-shard counts, flags, no collectives in the loop, NUTS."""
     _assert_all_pass(_cases(workers[check][0]))
@@ -116,7 +129,7 @@ def test_sharded_runs(workers, check):
 def test_the_corpus_sharded_equals_the_one_device_run(workers):
     """Batch 7 on 4 devices: uneven shards, one of them with a single thread."""
     cases = _cases(workers["corpus"][0])
-    assert len(cases) >= 50
+    assert len(cases) >= 50 // CORPUS_EVERY
     _assert_all_pass(cases)
 
 

@@ -17,7 +17,7 @@ import pytest
 import pcbatch
 from pcbatch import api
 from pcbatch.mcmc import diagnostics, nuts, progress
-from tests import backends
+from tests import backends, tiers
 from tests.mcmc import targets
 
 Z = 5.0  # standard errors allowed
@@ -71,9 +71,23 @@ _cached_run = functools.lru_cache(maxsize=None)(run)
 
 TARGET_NAMES = [f.__name__ for f in targets.ALL]
 
+# The fast tier samples a Gaussian on NumPy (JAX and TensorFlow run the same program: the
+# shorter tests below check their draws, gradients and seeds); the long runs, every target
+# on every backend, are the slow tier's.
+FAST_MOMENTS = {("normal_1d", "numpy")}
+MOMENT_CASES = [
+    pytest.param(
+        name, backend, id=f"{name}-{backend}",
+        marks=() if (name, backend) in FAST_MOMENTS else tiers.slow,
+    )
+    for backend in backends.BACKEND_NAMES
+    for name in TARGET_NAMES
+]
+#: the run whose shapes are checked: 10 dimensions in the slow tier
+SHAPES_TARGET = tiers.pick("normal_1d", "correlated_gaussian")
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
-@pytest.mark.parametrize("name", TARGET_NAMES)
+
+@pytest.mark.parametrize(("name", "backend"), MOMENT_CASES)
 def test_moments_match_the_known_answer(name, backend):
     target = _target(name)
     result = _cached_run(name, backend)
@@ -89,10 +103,13 @@ def test_moments_match_the_known_answer(name, backend):
     assert not np.asarray(result.diverging).any()
 
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param(b, marks=() if b == "numpy" else tiers.slow) for b in backends.BACKEND_NAMES],
+)
 def test_results_have_the_documented_shapes_and_statistics(backend):
-    result = _cached_run("correlated_gaussian", backend)
-    assert tuple(result.samples.shape) == (400, 8, 10)
+    result = _cached_run(SHAPES_TARGET, backend)
+    assert tuple(result.samples.shape) == (400, 8, _target(SHAPES_TARGET).dim)
     for stat in (result.num_leapfrogs, result.tree_depth, result.diverging, result.accept_prob):
         assert stat.shape == (400, 8)
     assert result.step_size.shape == (400, 8)
@@ -129,7 +146,7 @@ def test_a_trajectory_that_never_turns_takes_two_to_the_depth_minus_one_steps():
 def test_a_chain_does_not_depend_on_the_chains_beside_it():
     target = _target("correlated_gaussian")
     start = np.random.RandomState(0).normal(size=(6, target.dim))
-    options = dict(num_samples=30, num_warmup=30, seed=5, value_and_grad=target.value_and_grad)
+    options = dict(num_samples=12, num_warmup=12, seed=5, value_and_grad=target.value_and_grad)
     six = nuts.sample(None, start, **options)
     two = nuts.sample(None, start[3:5], first_chain=3, **options)
     np.testing.assert_array_equal(six.samples[:, 3:5], two.samples)

@@ -29,14 +29,20 @@ checks 62 JAX and 40 TensorFlow programs (30 and 17 before) in a little less tim
 1,040 s before, on the same busy machine).
 
 Since JAX's block dispatch became a tree of run-at-most-once loops, a JAX eager
-program costs about 1 s on the idle machine (98 s for 100), so JAX runs 300 eager
-programs in three parts that xdist spreads over workers: 314 JAX programs per run.
+program costs about 1 s on the idle machine (98 s for 100), so the slow tier
+(``--slow``, tests/tiers.py) runs 300 JAX eager programs in three parts that xdist
+spreads over workers: 314 JAX programs per run.
 
 TensorFlow eager programs cost 3.9 s each while every call of a per-example primitive
 traced a new ``tf.vectorized_map`` graph (about 24 ms, twice per primitive in type
 inference alone). With type inference tracing one example instead and eager calls
-reusing one traced graph per signature, a program costs about 0.7 s, so TensorFlow runs
-200 eager programs in two parts: 208 TensorFlow programs per run.
+reusing one traced graph per signature, a program costs about 0.7 s, so the slow tier
+runs 200 TensorFlow eager programs in two parts: 208 TensorFlow programs per run.
+
+The fast tier (the default) runs every configuration on a small sample: 50 + 15 + 15
+NumPy programs through Hypothesis and 40 packed, 9 on JAX (2 compiled via Hypothesis,
+3 in a compiled pack, 4 eager) and 8 on TensorFlow (2 in graph mode via Hypothesis, 2
+in an XLA pack, 4 eager).
 """
 
 from __future__ import annotations
@@ -50,20 +56,29 @@ from hypothesis import strategies as st
 
 from pcbatch import fuzz, fuzz_eager, fuzz_pack
 from tests.backends import BACKEND_NAMES, backend
+from tests.tiers import pick
 
 # Examples per configuration: NumPy runs a program in milliseconds; compiled backends
-# spend seconds compiling each one (more in benchmarks/fuzz.py).
-EXAMPLES = {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tensorflow": 4}
+# spend seconds compiling each one (more in benchmarks/fuzz.py). The fast tier checks a
+# small sample of every configuration; ``--slow`` (tests/tiers.py) the long one.
+EXAMPLES = pick(
+    {"numpy": 50, "stackless": 15, "returns_first": 15, "jax": 2, "tensorflow": 2},
+    {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tensorflow": 4},
+)
 # Packed runs: (programs per pack, packs). Compiled, a pack costs about as much as its
 # programs one by one, so the compiled packs mainly test programs diverging side by side
 # and the compilers (TensorFlow's graph mode, the slowest at ~57 s a program on a busy
 # CI machine, keeps only its Hypothesis examples); the ``_eager`` configs run the staged
 # machine op by op (module docstring). NumPy checks 200 programs in a few seconds.
-PACKS = {"numpy": (40, 5), "jax": (4, 2), "tensorflow_xla": (2, 2),
-         "jax_eager": (4, 25), "tensorflow_eager": (4, 25)}
+PACKS = pick(
+    {"numpy": (20, 2), "jax": (3, 1), "tensorflow_xla": (2, 1),
+     "jax_eager": (4, 1), "tensorflow_eager": (4, 1)},
+    {"numpy": (40, 5), "jax": (4, 2), "tensorflow_xla": (2, 2),
+     "jax_eager": (4, 25), "tensorflow_eager": (4, 25)},
+)
 EAGER = {"jax_eager": "jax", "tensorflow_eager": "tensorflow"}
 # Eager configs run in parts (``config:part``, seeds 10,000 apart) so workers share them.
-PARTS = {"jax_eager": 3, "tensorflow_eager": 2}
+PARTS = pick({"jax_eager": 1, "tensorflow_eager": 1}, {"jax_eager": 3, "tensorflow_eager": 2})
 _NEEDS = {"numpy": "numpy", "jax": "jax", "tensorflow_xla": "tensorflow", **EAGER}
 PACK_CONFIGS = [
     f"{config}:{part}" if config in PARTS else config

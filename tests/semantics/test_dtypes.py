@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pcbatch
-from tests import backends
+from tests import backends, tiers
 
 ctx = pcbatch.Context()
 
@@ -268,8 +268,11 @@ def assert_matches_python(actual, expected: list, backend_name: str) -> None:
             assert actual[i] == e, f"example {i}: {actual[i]!r} != {e!r}"
 
 
-@backends.backend_param
-@pytest.mark.parametrize(("program", "dtype", "takes_n"), list(_cases()))
+# Every case on NumPy; on JAX and TensorFlow the fast tier takes the cases in turn (tests/tiers.py).
+@pytest.mark.parametrize(
+    ("program", "dtype", "takes_n", "backend_name"),
+    tiers.in_turn(list(_cases()), backends.BACKEND_NAMES),
+)
 def test_weak_scalars_match_python(program, dtype, takes_n, backend_name):
     args = _arguments(dtype, takes_n)
     expected = _per_example(program, args)

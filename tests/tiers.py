@@ -1,0 +1,52 @@
+"""The two test tiers: fast (the default) and slow (``python -m pytest --slow``).
+
+The fast tier runs every test on every backend, with small samples where a test
+samples (fuzzed programs, NUTS draws, batch sizes on the compiled backends); it is
+the README's test command. ``--slow`` adds the slow tier: the long fuzz samples, the
+long NUTS runs and the larger parametrizations. ``tests/conftest.py`` sets `SLOW`
+from the flag before any test module is collected, so a module may size its
+parameters with `pick`; a test (or parameter) that only belongs to the slow tier is
+marked with `slow`, and is deselected without the flag.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+#: True under ``--slow`` (set by ``tests/conftest.py``)
+SLOW = False
+
+#: marks a test, or one parameter of a test, as slow-tier only
+slow = pytest.mark.slow
+
+
+def pick(fast: T, slow: T) -> T:
+    """``fast`` in the fast tier, ``slow`` under ``--slow``."""
+    return slow if SLOW else fast
+
+
+def in_turn(cases: list, backend_names: list) -> list:
+    """``pytest.param(*case, backend_name)`` for every case and backend: every case on
+    NumPy; on JAX and TensorFlow, where each case is a compilation of its own, the fast
+    tier takes the cases in turn, one compiled backend each (so each runs about half of
+    them), and the slow tier runs all. A case is a ``pytest.param`` or a tuple."""
+    compiled = [b for b in backend_names if b != "numpy"]
+    params = []
+    for backend_name in backend_names:
+        for k, case in enumerate(cases):
+            values, case_id = (
+                (tuple(case.values), case.id) if hasattr(case, "values") else (tuple(case), None)
+            )
+            fast = backend_name == "numpy" or compiled[k % len(compiled)] == backend_name
+            case_id = case_id or "-".join(str(v) for v in values)
+            params.append(
+                pytest.param(
+                    *values, backend_name, id=f"{case_id}-{backend_name}",
+                    marks=() if fast else slow,
+                )
+            )
+    return params
