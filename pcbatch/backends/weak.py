@@ -122,42 +122,26 @@ def note_conversion(value: Any, dtype: Any, xp) -> None:
     # Only bounds the value's own dtype can pass (a comparison with an int it cannot
     # hold fails to convert on JAX and TensorFlow).
     if wanted.min > held.min:
-        flags.append(xp.less(value, xp.asarray(wanted.min, dtype=source)))
+        flags.append((xp.less(value, xp.asarray(wanted.min, dtype=source)), xp))
     if wanted.max < held.max:
-        flags.append(xp.greater(value, xp.asarray(wanted.max, dtype=source)))
+        flags.append((xp.greater(value, xp.asarray(wanted.max, dtype=source)), xp))
 
 
 def overflow_probe(marked: Callable) -> Callable:
     """A per-example function: True where ``marked`` converts a weak int out of range."""
 
     def probe(*args):
-        import numpy
-
         with _collecting_overflow() as flags:
             marked(*args)
         if not flags:
-            return numpy.asarray(False)
-        xp = _namespace_of(flags[0])
-        any_flag = flags[0]
-        for flag in flags[1:]:
+            return np.asarray(False)
+        any_flag, xp = flags[0]
+        for flag, _ in flags[1:]:
             any_flag = xp.logical_or(any_flag, flag)
         return any_flag
 
     probe.__name__ = f"{marked.__name__}_overflow_probe"
     return probe
-
-
-def _namespace_of(array: Any):
-    module = type(array).__module__ or ""
-    if module.startswith(("jax", "jaxlib")):
-        import jax.numpy
-
-        return jax.numpy
-    if module.startswith("tensorflow"):
-        import tensorflow.experimental.numpy
-
-        return tensorflow.experimental.numpy
-    return np
 
 
 def _overflow_error(where: str) -> OverflowError:
