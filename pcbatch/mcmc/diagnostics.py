@@ -1,15 +1,23 @@
 """Convergence diagnostics over draws shaped ``[num_samples, num_chains, *event_shape]``.
 
-`effective_sample_size` is the multi-chain estimate of Stan's reference manual
-(Geyer's initial monotone sequence over the chains' combined autocorrelation),
-`potential_scale_reduction` the split R-hat (Gelman et al., BDA3).
+`ess` (bulk and tail) and `rhat` are the rank-normalized diagnostics of Vehtari et al.
+(2021), with ArviZ's definitions: computed by ArviZ 0.x where it is installed, else by
+the NumPy code here (which agrees with ArviZ to 1e-8). The classic forms remain:
+`effective_sample_size`, the multi-chain estimate of Stan's reference manual (Geyer's
+initial monotone sequence over the chains' combined autocorrelation), and
+`potential_scale_reduction`, the split R-hat (Gelman et al., BDA3).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+
 import numpy as np
 
-__all__ = ["effective_sample_size", "potential_scale_reduction"]
+from pcbatch.mcmc import special
+
+__all__ = ["ess", "rhat", "effective_sample_size", "potential_scale_reduction"]
 
 
 def _autocovariance(x: np.ndarray) -> np.ndarray:
@@ -53,3 +61,193 @@ def potential_scale_reduction(samples: np.ndarray) -> np.ndarray:
     between = n * split.mean(axis=0).var(axis=0, ddof=1)
     var_plus = (n - 1.0) / n * within + between / n
     return np.sqrt(var_plus / within)
+
+
+# -- rank-normalized diagnostics (Vehtari, Gelman, Simpson, Carpenter & Buerkner 2021) ----
+
+#: ``implementation=`` of `ess` and `rhat`
+IMPLEMENTATIONS = ("auto", "arviz", "numpy")
+
+
+def ess(samples, method: str = "bulk", implementation: str = "auto") -> np.ndarray:
+    """Bulk or tail effective sample size of each event component (shape ``event_shape``).
+
+    ``samples`` is ``[num_samples, num_chains, *event_shape]``. The definitions are
+    ArviZ's (``arviz.ess(..., method="bulk")`` or ``"tail"``): bulk, the ESS of the split
+    chains' normal scores of their pooled ranks; tail, the smaller ESS of the split
+    chains' indicators of lying at or below the 5% and the 95% quantiles. NaN where a
+    component has a NaN draw or fewer than 4 draws per chain.
+
+    ``implementation``: "arviz" (ArviZ 0.x computes it), "numpy" (pcbatch's own code,
+    equal to ArviZ's to 1e-8) or "auto" (ArviZ 0.x where it is installed, else NumPy).
+    """
+    if method not in ("bulk", "tail"):
+        raise ValueError(f"ess(): method is 'bulk' or 'tail', got {method!r}")
+    if _use_arviz(implementation):
+        return _with_arviz(samples, lambda az, x: az.ess(x, method=method))
+    one = _ess_bulk if method == "bulk" else _ess_tail
+    return _per_component(samples, one)
+
+
+def rhat(samples, implementation: str = "auto") -> np.ndarray:
+    """Rank-normalized split R-hat of each event component (shape ``event_shape``).
+
+    ArviZ's definition (``arviz.rhat(..., method="rank")``): the larger of the split
+    R-hat of the normal scores of the pooled ranks (bulk) and of the same for the
+    draws' distances from their median (tail). NaN where a component has a NaN draw,
+    fewer than 2 chains or fewer than 4 draws; ``implementation`` as for `ess`.
+    """
+    if _use_arviz(implementation):
+        return _with_arviz(samples, lambda az, x: az.rhat(x, method="rank"))
+    return _per_component(samples, _rhat_rank)
+
+
+def _use_arviz(implementation: str) -> bool:
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(
+            f"implementation is one of {', '.join(map(repr, IMPLEMENTATIONS))}, "
+            f"got {implementation!r}"
+        )
+    if implementation == "numpy":
+        return False
+    from pcbatch.mcmc import arviz_data
+
+    if implementation == "arviz":
+        arviz = arviz_data.import_arviz("implementation='arviz'")
+        if arviz_data.major_version(arviz) >= 1:
+            raise ImportError(
+                f"implementation='arviz' runs ArviZ 0.x; ArviZ {arviz.__version__} is "
+                "installed (pass implementation='numpy': the same definitions)"
+            )
+        return True
+    if importlib.util.find_spec("arviz") is None:
+        return False
+    return arviz_data.major_version(arviz_data.import_arviz()) == 0
+
+
+def _chains_draws_components(samples) -> tuple:
+    """``[draws, chains, *event]`` as float64 ``[chains, draws, components]``, and the
+    event shape."""
+    x = np.asarray(samples, dtype=np.float64)
+    if x.ndim < 2:
+        raise ValueError(
+            f"draws must be [num_samples, num_chains, *event_shape]; got shape {x.shape}"
+        )
+    event_shape = x.shape[2:]
+    return np.swapaxes(x, 0, 1).reshape(x.shape[1], x.shape[0], -1), event_shape
+
+
+def _per_component(samples, one) -> np.ndarray:
+    x, event_shape = _chains_draws_components(samples)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = [one(x[:, :, k]) for k in range(x.shape[2])]
+    return np.asarray(values, dtype=np.float64).reshape(event_shape)
+
+
+def _with_arviz(samples, statistic) -> np.ndarray:
+    from pcbatch.mcmc import arviz_data
+
+    arviz = arviz_data.import_arviz()
+    x, event_shape = _chains_draws_components(samples)
+    values = [float(statistic(arviz, x[:, :, k])) for k in range(x.shape[2])]
+    return np.asarray(values, dtype=np.float64).reshape(event_shape)
+
+
+def _invalid(x: np.ndarray, min_chains: int) -> bool:
+    """ArviZ's validity test: a NaN draw, too few chains, or fewer than 4 draws."""
+    return bool(np.isnan(x).any()) or x.shape[0] < min_chains or x.shape[1] < 4
+
+
+def _split(x: np.ndarray) -> np.ndarray:
+    """Each chain's first and last halves as chains of their own (an odd middle draw
+    is left out)."""
+    half = x.shape[1] // 2
+    return np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
+
+
+def _normal_scores(x: np.ndarray) -> np.ndarray:
+    """Blom's normal scores of the pooled ranks (ties take their mean rank)."""
+    _, where, counts = np.unique(x, return_inverse=True, return_counts=True)
+    mean_rank = np.cumsum(counts) - (counts - 1) / 2.0  # a whole or half number
+    halves = (2.0 * mean_rank[where.reshape(-1)]).astype(np.int64) - 2
+    return _scores(x.size)[halves].reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=4)
+def _scores(size: int) -> np.ndarray:
+    """The normal score of every rank 1, 1.5, 2, ..., ``size`` among ``size`` draws: the
+    same for every component, so computed once."""
+    ranks = np.arange(2, 2 * size + 1) / 2.0
+    return special.normal_quantile((ranks - 3.0 / 8.0) / (size + 0.25))
+
+
+def _split_rhat(x: np.ndarray) -> float:
+    """R-hat of chains ``x`` ``[chains, draws]`` (already split)."""
+    n = x.shape[1]
+    within = x.var(axis=1, ddof=1).mean()
+    if np.all(x == x[:, :1]):
+        within = 0.0  # every chain constant: exactly, not the rounding of their means
+    between = n * x.mean(axis=1).var(ddof=1)
+    return float(np.sqrt((between / within + n - 1) / n))
+
+
+def _rhat_rank(x: np.ndarray) -> float:
+    if _invalid(x, min_chains=2):
+        return np.nan
+    split = _split(x)
+    bulk = _split_rhat(_normal_scores(split))
+    tail = _split_rhat(_normal_scores(np.abs(split - np.median(split))))
+    return max(bulk, tail)
+
+
+def _ess_bulk(x: np.ndarray) -> float:
+    if _invalid(x, min_chains=1):
+        return np.nan
+    return _geyer_ess(_normal_scores(_split(x)))
+
+
+def _ess_tail(x: np.ndarray) -> float:
+    if _invalid(x, min_chains=1):
+        return np.nan
+    low, high = (_geyer_ess(_split(x <= _quantile(x, p)).astype(np.float64)) for p in (0.05, 0.95))
+    return min(low, high)
+
+
+def _quantile(x: np.ndarray, p: float) -> float:
+    """The type-7 quantile of all of ``x``, with ArviZ's arithmetic (so that draws equal to
+    it are counted alike)."""
+    ordered = np.sort(x, axis=None)
+    n = ordered.size
+    position = n * p + (1.0 - p)
+    k = int(np.floor(np.clip(position, 1, n - 1)))
+    weight = float(np.clip(position - k, 0.0, 1.0))
+    return (1.0 - weight) * ordered[k - 1] + weight * ordered[k]
+
+
+def _geyer_ess(x: np.ndarray) -> float:
+    """ESS of chains ``x`` ``[chains, draws]``: Geyer's initial positive sequence of
+    autocorrelation pairs, made monotone, as ArviZ computes it (its last even lag counts
+    once when positive)."""
+    m, n = x.shape
+    if np.max(x) - np.min(x) < np.finfo(np.float64).resolution:
+        return float(x.size)
+    acov = _autocovariance(x.T).T  # [chains, lags]
+    mean_var = acov[:, 0].mean() * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if m > 1:
+        var_plus += x.mean(axis=1).var(ddof=1)
+    rho = 1.0 - (mean_var - acov.mean(axis=0)) / var_plus
+    rho[0] = 1.0
+    if np.isnan(rho[1]):
+        return np.nan
+    # Pairs of lags (2k, 2k + 1), as far as the sequence may go.
+    num_pairs = len(range(1, n - 3, 2)) + 1
+    pairs = rho[0 : 2 * num_pairs : 2] + rho[1 : 2 * num_pairs : 2]
+    stops = np.flatnonzero(~(pairs > 0.0))  # the first pair that is not positive (or NaN)
+    last = min(num_pairs - 1, int(stops[0]) if stops.size else num_pairs)
+    # The last pair looked at: its even lag counts once if positive, or if the pair is 0.
+    even = rho[2 * last]
+    extra = even if (even > 0.0 or pairs[last] >= 0.0) else 0.0
+    tau = -1.0 + 2.0 * np.sum(np.minimum.accumulate(pairs[:last])) + extra
+    tau = max(tau, 1.0 / np.log10(m * n))
+    return float(m * n / tau)

@@ -42,9 +42,24 @@ from typing import Any
 import numpy as np
 
 from pcbatch import callbacks, profiling
-from pcbatch.mcmc import diagnostics, gradients, program, progress, structure, warmup
+from pcbatch.mcmc import (
+    arviz_data,
+    diagnostics,
+    gradients,
+    program,
+    progress,
+    structure,
+    warmup,
+)
 
-__all__ = ["MAX_SUPPORTED_TREE_DEPTH", "KernelResults", "NoUTurnSampler", "NutsResult", "sample"]
+__all__ = [
+    "MAX_SUPPORTED_TREE_DEPTH",
+    "Draws",
+    "KernelResults",
+    "NoUTurnSampler",
+    "NutsResult",
+    "sample",
+]
 
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
 MAX_SUPPORTED_TREE_DEPTH = 15
@@ -60,12 +75,21 @@ DRAW_BUFFER_BYTES = 2**28
 
 
 @dataclasses.dataclass
-class NutsResult:
-    """Draws ``[num_samples, num_chains, *event_shape]`` and per-draw, per-chain statistics.
+class Draws:
+    """Draws ``[num_draws, num_chains, *event_shape]`` (the backend's arrays; with a
+    structured state that structure, each leaf ``[num_draws, num_chains, *leaf_shape]``)
+    and their statistics, each a ``[num_draws, num_chains]`` NumPy array:
 
-    With a structured state, ``samples`` has the state's structure, each leaf
-    ``[num_samples, num_chains, *leaf_shape]``; ``inverse_mass`` is over the flattened
-    state (`names`' order, each leaf raveled).
+    - ``num_leapfrogs``, ``tree_depth``: the draw's leapfrog steps and tree doublings;
+    - ``diverging``: its trajectory's energy error passed 1000 (or was NaN);
+    - ``accept_prob``: the mean acceptance statistic over its trajectory;
+    - ``step_size``: the step size it took;
+    - ``log_density``: the target's log density at the draw;
+    - ``energy``: the Hamiltonian at the draw, ``-log_density`` plus the kinetic energy
+      ``p . (inverse_mass * p) / 2`` of the momentum ``p`` the trajectory reached it with;
+    - ``energy_error``: ``energy`` minus the Hamiltonian at the trajectory's start;
+    - ``max_energy_error``: the energy error of largest magnitude, signed, over every
+      state the trajectory computed (+inf where the Hamiltonian was NaN).
     """
 
     samples: Any
@@ -74,10 +98,40 @@ class NutsResult:
     diverging: np.ndarray[Any, Any]
     accept_prob: np.ndarray[Any, Any]
     step_size: np.ndarray[Any, Any]
+    log_density: np.ndarray[Any, Any]
+    energy: np.ndarray[Any, Any]
+    energy_error: np.ndarray[Any, Any]
+    max_energy_error: np.ndarray[Any, Any]
+
+    @property
+    def names(self) -> list:
+        """Each leaf's name (its key path, as ``"a.b"``); ``["x"]`` for one array."""
+        if not structure.is_structured(self.samples):
+            return ["x"]
+        return structure.flatten(self.samples)[1].paths()
+
+    def leaves(self) -> list:
+        """The draws of each leaf (`names`' order), as NumPy arrays."""
+        if not structure.is_structured(self.samples):
+            return [np.asarray(self.samples)]
+        return [np.asarray(leaf) for leaf in structure.flatten(self.samples)[0]]
+
+
+@dataclasses.dataclass
+class NutsResult(Draws):
+    """The kept draws and their statistics (`Draws`: ``num_draws`` is ``num_samples``),
+    the work they took, and with ``sample(..., save_warmup=True)`` the warmup's draws
+    (``warmup_draws``, a `Draws` of ``num_warmup`` draws; None otherwise).
+
+    ``inverse_mass`` is the adapted diagonal ``[num_chains, size]``, over the flattened
+    state with a structured one (`names`' order, each leaf raveled).
+    """
+
     inverse_mass: np.ndarray[Any, Any]
     gradient_evaluations: int
     leapfrog_steps: int
     wall_time: float
+    warmup_draws: Draws | None = None
 
     @property
     def num_chains(self) -> int:
@@ -95,13 +149,6 @@ class NutsResult:
         n = self.num_leapfrogs.astype(np.float64)
         return float(np.mean(n.mean(axis=1) / np.maximum(n.max(axis=1), 1)))
 
-    @property
-    def names(self) -> list:
-        """Each leaf's name (its key path, as ``"a.b"``); ``["x"]`` for one array."""
-        if not structure.is_structured(self.samples):
-            return ["x"]
-        return structure.flatten(self.samples)[1].paths()
-
     def _per_leaf(self, function):
         """``function`` of each leaf's draws (as NumPy), in the samples' structure."""
         if not structure.is_structured(self.samples):
@@ -109,41 +156,35 @@ class NutsResult:
         leaves, node = structure.flatten(self.samples)
         return node.unflatten([function(np.asarray(leaf)) for leaf in leaves])
 
-    def ess(self):
-        """Effective sample size per component (per leaf, in the state's structure)."""
-        return self._per_leaf(diagnostics.effective_sample_size)
-
-    def rhat(self):
-        """Split R-hat per component (per leaf, in the state's structure)."""
-        return self._per_leaf(diagnostics.potential_scale_reduction)
-
-    def to_arviz(self):
-        """The draws and statistics as ArviZ ``InferenceData`` (needs ``pip install arviz``):
-        one posterior variable per leaf, named as `names` (``x`` for one array)."""
-        try:
-            import arviz
-        except ImportError:
-            raise ImportError("to_arviz() needs ArviZ: pip install 'pcbatch[arviz]'") from None
-
-        def chains_first(a: Any) -> np.ndarray[Any, Any]:
-            return np.swapaxes(np.asarray(a), 0, 1)
-
-        stats = {
-            "n_steps": self.num_leapfrogs,
-            "tree_depth": self.tree_depth,
-            "diverging": self.diverging,
-            "acceptance_rate": self.accept_prob,
-            "step_size": self.step_size,
-        }
-        if structure.is_structured(self.samples):
-            leaves = structure.flatten(self.samples)[0]
-        else:
-            leaves = [self.samples]
-        posterior = {name: chains_first(leaf) for name, leaf in zip(self.names, leaves)}
-        return arviz.from_dict(
-            posterior=posterior,
-            sample_stats={k: chains_first(v) for k, v in stats.items()},
+    def ess(self, method: str = "bulk", implementation: str = "auto"):
+        """Effective sample size per component (per leaf, in the state's structure):
+        ``method="bulk"`` or ``"tail"``, rank-normalized as in ArviZ (Vehtari et al. 2021),
+        or ``"classic"`` (Stan's multi-chain estimate without ranks or splits). See
+        `diagnostics.ess` for ``implementation``."""
+        if method == "classic":
+            return self._per_leaf(diagnostics.effective_sample_size)
+        return self._per_leaf(
+            functools.partial(diagnostics.ess, method=method, implementation=implementation)
         )
+
+    def rhat(self, method: str = "rank", implementation: str = "auto"):
+        """R-hat per component (per leaf, in the state's structure): ``method="rank"``,
+        the rank-normalized split R-hat as in ArviZ (Vehtari et al. 2021), or
+        ``"classic"`` (the split R-hat of BDA3). See `diagnostics.rhat`."""
+        if method == "classic":
+            return self._per_leaf(diagnostics.potential_scale_reduction)
+        if method != "rank":
+            raise ValueError(f"rhat(): method is 'rank' or 'classic', got {method!r}")
+        return self._per_leaf(functools.partial(diagnostics.rhat, implementation=implementation))
+
+    def to_arviz(self, *, coords=None, dims=None):
+        """The draws and statistics as ArviZ ``InferenceData`` (needs ``pip install arviz``):
+        one posterior variable per leaf, named as `names` (``x`` for one array), the
+        statistics in ``sample_stats`` under ArviZ's names, and with warmup draws kept
+        (``save_warmup=True``) the groups ``warmup_posterior`` and ``warmup_sample_stats``.
+        ``coords`` and ``dims`` are ArviZ's ``from_dict`` arguments: ``dims`` names each
+        variable's dimensions after ``chain`` and ``draw``, ``coords`` their labels."""
+        return arviz_data.inference_data(self, coords=coords, dims=dims)
 
 
 def sample(
@@ -164,6 +205,7 @@ def sample(
     first_draw: int = 0,
     schedule: str = "returns_first",
     progress_bar: bool | None = None,
+    save_warmup: bool = False,
 ) -> NutsResult:
     """Runs NUTS for every chain of ``initial_state`` (shape ``[num_chains, *event_shape]``).
 
@@ -216,6 +258,9 @@ def sample(
         stderr at every tenth of the draws; False: off, and the program has no
         callback at all. Draws are the same either way. Under TensorFlow with XLA the
         bar only fills at the end (see `pcbatch.callbacks`).
+      save_warmup: also return the warmup's draws and their statistics
+        (``result.warmup_draws``; ``to_arviz()`` puts them in ``warmup_posterior`` and
+        ``warmup_sample_stats``). Off by default: they take memory as the kept draws do.
     """
     return _sample(
         target_log_prob_fn,
@@ -234,6 +279,7 @@ def sample(
         first_draw=first_draw,
         schedule=schedule,
         progress_bar=progress_bar,
+        save_warmup=save_warmup,
     )
 
 
@@ -255,6 +301,7 @@ def _sample(
     first_draw,
     schedule,
     progress_bar,
+    save_warmup=False,
     draws_per_call=None,
 ) -> NutsResult:
     """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`)."""
@@ -310,12 +357,14 @@ def _sample(
         )
     calls = []
     start, kept, total = 0, 0, num_warmup + num_samples
+    # Without the warmup's draws the first call runs the whole warmup too.
+    keep_from = 0 if save_warmup else num_warmup
     clock = time.perf_counter()
     with profiling.profile() as prof, progress.showing(bar):
-        while kept < num_samples:  # the first call runs the warmup too
-            count = min(capacity, num_samples - kept)
-            stop = max(start, num_warmup) + count
-            plan = warmup.plan(start, stop, num_warmup, total)
+        while kept < total - keep_from:
+            count = min(capacity, total - keep_from - kept)
+            stop = max(start, keep_from) + count
+            plan = warmup.plan(start, stop, num_warmup, total, keep_from)
             *outputs, packed = run_chain(
                 *state, data_leaves, seeds, chains, draws, plan, **options
             )
@@ -323,22 +372,36 @@ def _sample(
             calls.append((count, outputs))
             start, kept = stop, kept + count
     wall = time.perf_counter() - clock
-    samples, leapfrogs, depths, divergent, accept, step_sizes = _joined(calls)
+    outputs = _joined(calls)
+    kept_draws = _draws(outputs, slice(num_warmup if save_warmup else 0, None), layout)
+    return NutsResult(
+        **{field.name: getattr(kept_draws, field.name) for field in dataclasses.fields(Draws)},
+        inverse_mass=np.asarray(state.inv_mass),
+        gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
+        leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
+        wall_time=wall,
+        warmup_draws=_draws(outputs, slice(0, num_warmup), layout) if save_warmup else None,
+    )
+
+
+def _draws(outputs: list, rows: slice, layout) -> Draws:
+    """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``."""
+    samples, leapfrogs, depths, divergent, accept, step_sizes, energies = (
+        output[:, rows] for output in outputs
+    )
     host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
     samples = _swap_chains(samples)
     if layout is not None:
         samples = layout.unflatten(samples, reshape=_reshape_for(samples))
-    return NutsResult(
+    energies = host(energies)
+    return Draws(
         samples=samples,
         num_leapfrogs=host(leapfrogs),
         tree_depth=host(depths),
         diverging=host(divergent),
         accept_prob=host(accept),
         step_size=host(step_sizes),
-        inverse_mass=np.asarray(state.inv_mass),
-        gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
-        leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
-        wall_time=wall,
+        **{name: energies[..., k] for k, name in enumerate(program.ENERGY_STATISTICS)},
     )
 
 

@@ -46,6 +46,14 @@ if TYPE_CHECKING:
 #: the label of the gradient primitive, for counting gradient evaluations
 GRADIENT_LABEL = "value_and_grad(q_new, data)"
 
+#: The per-draw statistics of the draw's Hamiltonian, the columns of the program's
+#: ``energies`` output: the log density at the draw, the Hamiltonian there (minus the log
+#: density plus the kinetic energy of the momentum the draw was reached with), the energy
+#: error (that Hamiltonian minus the one at the draw's start, after the momentum was
+#: drawn), and the energy error of largest magnitude over every state the draw's
+#: trajectory computed (signed; +inf for a NaN Hamiltonian).
+ENERGY_STATISTICS = ("log_density", "energy", "energy_error", "max_energy_error")
+
 
 def build(
     ctx: Context,
@@ -86,11 +94,22 @@ def build(
         divergent = np.zeros(capacity, bool)
         accept = np.zeros(capacity, q.dtype)
         steps = np.zeros(capacity, q.dtype)
+        energies = np.zeros((capacity, len(ENERGY_STATISTICS)), q.dtype)  # one register
         for i in range(plan[warmup.START], plan[warmup.STOP]):
-            q, logp, grad, n, depth, diverging, accept_prob = nuts_draw(
+            q, logp, grad, n, depth, diverging, accept_prob, energy = nuts_draw(
                 q, data, logp, grad, step, inv_mass, seed, chain, first_draw + i
             )
             host_callback(on_draw, chain)  # compiled away when on_draw is None
+            if i >= plan[warmup.KEEP_FROM]:
+                # Row 0 holds the call's first kept draw.
+                j = i - np.maximum(plan[warmup.START], plan[warmup.KEEP_FROM])
+                samples[j] = q
+                leapfrogs[j] = n
+                depths[j] = depth
+                divergent[j] = diverging
+                accept[j] = accept_prob
+                steps[j] = step  # the step size this draw took
+                energies[j] = energy
             if i < plan[warmup.NUM_WARMUP]:
                 averaging = warmup.dual_averaging_update(averaging, accept_prob, target_accept)
                 step = np.exp(averaging.log_step)
@@ -106,25 +125,16 @@ def build(
                     averaging = warmup.dual_averaging_start(step)
                 if i == plan[warmup.NUM_WARMUP] - 1:
                     step = np.exp(averaging.log_step_avg)
-            else:
-                # Row 0 holds the call's first kept draw.
-                j = i - np.maximum(plan[warmup.START], plan[warmup.NUM_WARMUP])
-                samples[j] = q
-                leapfrogs[j] = n
-                depths[j] = depth
-                divergent[j] = diverging
-                accept[j] = accept_prob
-                steps[j] = step
         # The chain's state for the next call, packed into one vector: each result is a
         # register of the program, and a backend may carry every register at every step.
         after = warmup.pack(q, logp, grad, step, inv_mass, averaging, moments)
-        return samples, leapfrogs, depths, divergent, accept, steps, after
+        return samples, leapfrogs, depths, divergent, accept, steps, energies, after
 
     @ctx.batch
     def nuts_draw(q, data, logp, grad, step, inv_mass, seed, chain, draw):
         p = momentum(inv_mass, seed, chain, draw, rnd.MOMENTUM)
         energy0 = trees.kinetic_energy(p, inv_mass) - logp
-        trajectory = trees.root(q, p, logp, grad)
+        trajectory = trees.root(q, p, logp, grad, energy0)
         depth = 0
         while depth < max_tree_depth:
             coin = rnd.uniform(seed, chain, draw, rnd.DIRECTION, depth, energy0.dtype)
@@ -153,6 +163,15 @@ def build(
                 break
         steps_taken = np.maximum(trajectory.num_leapfrogs, 1).astype(energy0.dtype)
         mean_accept = trajectory.sum_accept / steps_taken
+        # `ENERGY_STATISTICS`, in its order
+        energy = np.stack(
+            [
+                trajectory.logp_proposal,
+                trajectory.energy_proposal,
+                trajectory.energy_proposal - energy0,
+                trajectory.max_energy_error,
+            ]
+        )
         return (
             trajectory.q_proposal,
             trajectory.logp_proposal,
@@ -161,6 +180,7 @@ def build(
             depth,
             trajectory.diverging,
             mean_accept,
+            energy,
         )
 
     @ctx.batch

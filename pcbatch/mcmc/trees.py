@@ -11,7 +11,9 @@ direction: the merged subtree's inner end is the first half's and its outer end
 the second half's, so the recursive tree build selects no end by direction and
 carries only the momentum of its inner end (nothing ever grows from there).
 Weights are relative to the energy of the draw's first state, so a state's log
-weight is ``energy0 - energy``.
+weight is ``energy0 - energy``. For the draw's statistics the proposal carries its
+Hamiltonian (``energy_proposal``), and every stretch its energy error of largest
+magnitude, signed (``max_energy_error``; a NaN Hamiltonian counts as +inf).
 
 Multinomial sampling: inside a subtree a state is kept with probability
 proportional to its weight. The tree build carries the subtree's proposal so
@@ -44,12 +46,14 @@ _PROPOSAL_AND_COUNTS = [
     "q_proposal",
     "logp_proposal",
     "grad_proposal",
+    "energy_proposal",
     "log_weight",
     "rho",
     "turning",
     "diverging",
     "num_leapfrogs",
     "sum_accept",
+    "max_energy_error",
 ]
 
 Trajectory = collections.namedtuple(
@@ -64,12 +68,13 @@ Subtree = collections.namedtuple(
 
 #: what the tree build keeps of a subtree's first half while it builds the second
 FirstHalf = collections.namedtuple(
-    "FirstHalf", ["p_inner", "p_outer", "rho", "num_leapfrogs", "sum_accept"]
+    "FirstHalf", ["p_inner", "p_outer", "rho", "num_leapfrogs", "sum_accept", "max_energy_error"]
 )
 
 #: the state proposed so far from the subtree being grown: it is carried from leaf to
-#: leaf through the tree build (``log_weight``: the log of the summed weight so far)
-Proposal = collections.namedtuple("Proposal", ["q", "logp", "grad", "log_weight"])
+#: leaf through the tree build (``energy``: the Hamiltonian there, ``log_weight``: the log
+#: of the summed weight so far)
+Proposal = collections.namedtuple("Proposal", ["q", "logp", "grad", "energy", "log_weight"])
 
 
 def kinetic_energy(p, inv_mass):
@@ -81,7 +86,8 @@ def leaf(q, p, logp, grad, energy0, inv_mass, running, uniform):
     NaN. Its proposal is the new state with probability (its weight) / (the weight of the
     subtree so far, ``running`` included), else ``running``'s: state by state, this draws
     each state of a subtree in proportion to its weight."""
-    error = kinetic_energy(p, inv_mass) - logp - energy0
+    energy = kinetic_energy(p, inv_mass) - logp
+    error = energy - energy0
     diverging = np.logical_not(error <= MAX_ENERGY_ERROR)
     log_weight = np.where(np.isnan(error), -np.inf, -error)
     accept = np.where(np.isnan(error), 0.0, np.minimum(1.0, np.exp(np.minimum(-error, 0.0))))
@@ -93,13 +99,14 @@ def leaf(q, p, logp, grad, energy0, inv_mass, running, uniform):
         p,
         grad,
         p,
-        *_select(take, Proposal(q, logp, grad, log_weight), running),
+        *_select(take, Proposal(q, logp, grad, energy, log_weight), running),
         total,
         p,
         diverging & False,
         diverging,
         one,
         accept,
+        np.where(np.isnan(error), np.inf, error),  # a NaN Hamiltonian: an infinite error
     )
 
 
@@ -113,16 +120,23 @@ def no_proposal(trajectory):
 def proposal_of(subtree):
     """The running proposal after ``subtree``'s last state (or a trajectory's proposal)."""
     return Proposal(
-        subtree.q_proposal, subtree.logp_proposal, subtree.grad_proposal, subtree.log_weight
+        subtree.q_proposal,
+        subtree.logp_proposal,
+        subtree.grad_proposal,
+        subtree.energy_proposal,
+        subtree.log_weight,
     )
 
 
-def root(q, p, logp, grad):
-    """The draw's first state, as a trajectory of no leapfrog steps and log weight 0."""
+def root(q, p, logp, grad, energy0):
+    """The draw's first state (of Hamiltonian ``energy0``), as a trajectory of no leapfrog
+    steps and log weight 0."""
     zero = logp * 0.0
     no = np.zeros_like(zero, dtype=bool)
     none = np.zeros_like(zero, dtype=np.int32)
-    return Trajectory(q, p, grad, q, p, grad, q, logp, grad, zero, p, no, no, none, zero)
+    return Trajectory(
+        q, p, grad, q, p, grad, q, logp, grad, energy0, zero, p, no, no, none, zero, zero
+    )
 
 
 def start_of(trajectory, direction):
@@ -161,12 +175,19 @@ def _turning(p_far, p_near, rho_old, new, inv_mass):
 
 
 def _select(take_new, new, old):
-    """(q, logp, grad) of ``new`` where ``take_new``, else of ``old`` (two `Proposal`s)."""
+    """(q, logp, grad, energy) of ``new`` where ``take_new``, else of ``old`` (two
+    `Proposal`s)."""
     return (
         np.where(take_new, new.q, old.q),
         np.where(take_new, new.logp, old.logp),
         np.where(take_new, new.grad, old.grad),
+        np.where(take_new, new.energy, old.energy),
     )
+
+
+def _larger_error(a, b):
+    """Of two signed energy errors, the one of larger magnitude (``a`` on a tie)."""
+    return np.where(np.abs(b) > np.abs(a), b, a)
 
 
 def merge_subtrees(first, second, inv_mass):
@@ -185,6 +206,7 @@ def merge_subtrees(first, second, inv_mass):
         second.diverging,
         first.num_leapfrogs + second.num_leapfrogs,
         first.sum_accept + second.sum_accept,
+        _larger_error(first.max_energy_error, second.max_energy_error),
     )
 
 
@@ -222,4 +244,6 @@ def extend_trajectory(trajectory, subtree, direction, uniform, inv_mass):
         subtree.diverging,
         trajectory.num_leapfrogs + subtree.num_leapfrogs,
         trajectory.sum_accept + subtree.sum_accept,
+        # A rejected subtree's states were computed too: their errors count.
+        _larger_error(trajectory.max_energy_error, subtree.max_energy_error),
     )

@@ -34,9 +34,10 @@ ChainState = collections.namedtuple(
 
 #: The program's run-time plan is one int32 vector: the call's first draw and the draw
 #: it stops before (counted from the run's first, warmup included), the warmup's length,
-#: its slow window, the run's total draws, and the mass-matrix windows' last draws
-#: (padded with -1 to `MAX_WINDOWS`). Its entries, by index:
-START, STOP, NUM_WARMUP, SLOW_START, SLOW_END, TOTAL, WINDOW_ENDS = range(7)
+#: its slow window, the run's total draws, the first draw kept in the draw buffer (the
+#: warmup's length, or 0 to keep the warmup draws too) and the mass-matrix windows' last
+#: draws (padded with -1 to `MAX_WINDOWS`). Its entries, by index:
+START, STOP, NUM_WARMUP, SLOW_START, SLOW_END, TOTAL, KEEP_FROM, WINDOW_ENDS = range(8)
 
 #: at most this many mass-matrix windows (Stan's doubling windows: 27 fit in 2**31 draws)
 MAX_WINDOWS = 32
@@ -71,12 +72,14 @@ def schedule(num_warmup: int, init_buffer=75, term_buffer=50, base_window=25) ->
     return Schedule(init_buffer, slow_end, tuple(ends))
 
 
-def plan(start: int, stop: int, num_warmup: int, total: int) -> np.ndarray:
+def plan(start: int, stop: int, num_warmup: int, total: int, keep_from=None) -> np.ndarray:
     """The program's plan (see `START`) for draws ``start`` to ``stop - 1`` of a run of
-    ``total`` draws, ``num_warmup`` of them warmup: one vector shared by every chain (a
-    leading axis of size 1), so that any lengths run in the same compiled program."""
+    ``total`` draws, ``num_warmup`` of them warmup, keeping draws from ``keep_from`` on
+    (None: ``num_warmup``): one vector shared by every chain (a leading axis of size 1),
+    so that any lengths run in the same compiled program."""
     windows = schedule(num_warmup)
-    head = [start, stop, num_warmup, windows.slow_start, windows.slow_end, total]
+    keep_from = num_warmup if keep_from is None else keep_from
+    head = [start, stop, num_warmup, windows.slow_start, windows.slow_end, total, keep_from]
     ends = list(windows.window_ends) + [-1] * (MAX_WINDOWS - len(windows.window_ends))
     return np.array([head + ends], np.int32)
 

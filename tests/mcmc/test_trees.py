@@ -9,11 +9,12 @@ from pcbatch.mcmc import trees
 
 def _halves(p_inner, p_middle, p_last):
     """A two-state first half (``p_inner`` then ``p_middle``) and a one-state second half."""
-    first = trees.FirstHalf(p_inner, p_middle, p_inner + p_middle, np.int32(2), 2.0)
+    first = trees.FirstHalf(p_inner, p_middle, p_inner + p_middle, np.int32(2), 2.0, 0.0)
     zero = np.zeros_like(p_last)
     second = trees.Subtree(
-        zero, p_last, zero, p_last, zero, 0.0, zero, 0.0, p_last, False, False, np.int32(1), 1.0
-    )
+        zero, p_last, zero, p_last, zero, 0.0, zero, 0.0, 0.0, p_last, False, False,
+        np.int32(1), 1.0, 0.0,
+    )  # fmt: skip
     return first, second
 
 
