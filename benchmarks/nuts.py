@@ -164,7 +164,8 @@ def main() -> None:
             )
             wall = result.wall_time
             sampled = backend != "gradient" and chains * args.samples >= 4
-            ess = float(np.min(result.ess())) if sampled else float("nan")
+            # The classic ESS, as the baselines' (benchmarks/nuts_baselines.py)
+            ess = float(np.min(result.ess("classic"))) if sampled else float("nan")
             draws = chains * (args.warmup + args.samples) if backend != "gradient" else np.nan
             print(
                 f"{backend:<10} {chains:>6} {wall:>8.2f} {compile_s:>9.2f} {draws / wall:>9.0f} "
