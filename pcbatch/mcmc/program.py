@@ -96,7 +96,7 @@ def build(
         steps = np.zeros(capacity, q.dtype)
         energies = np.zeros((capacity, len(ENERGY_STATISTICS)), q.dtype)  # one register
         for i in range(plan[warmup.START], plan[warmup.STOP]):
-            q, logp, grad, n, depth, diverging, accept_prob, energy = nuts_draw(
+            q, logp, grad, n, depth, diverging, accept_prob, energy_stats = nuts_draw(
                 q, data, logp, grad, step, inv_mass, seed, chain, first_draw + i
             )
             host_callback(on_draw, chain)  # compiled away when on_draw is None
@@ -109,7 +109,7 @@ def build(
                 divergent[j] = diverging
                 accept[j] = accept_prob
                 steps[j] = step  # the step size this draw took
-                energies[j] = energy
+                energies[j] = energy_stats
             if i < plan[warmup.NUM_WARMUP]:
                 averaging = warmup.dual_averaging_update(averaging, accept_prob, target_accept)
                 step = np.exp(averaging.log_step)
@@ -164,7 +164,7 @@ def build(
         steps_taken = np.maximum(trajectory.num_leapfrogs, 1).astype(energy0.dtype)
         mean_accept = trajectory.sum_accept / steps_taken
         # `ENERGY_STATISTICS`, in its order
-        energy = np.stack(
+        energy_stats = np.stack(
             [
                 trajectory.logp_proposal,
                 trajectory.energy_proposal,
@@ -180,7 +180,7 @@ def build(
             depth,
             trajectory.diverging,
             mean_accept,
-            energy,
+            energy_stats,
         )
 
     @ctx.batch
