@@ -117,7 +117,7 @@ def _use_arviz(implementation: str) -> bool:
         if arviz_data.major_version(arviz) >= 1:
             raise ImportError(
                 f"implementation='arviz' runs ArviZ 0.x; ArviZ {arviz.__version__} is "
-                "installed (pass implementation='numpy': the same definitions)"
+                "installed (implementation='numpy' computes ArviZ 0.x's definitions)"
             )
         return True
     if importlib.util.find_spec("arviz") is None:
