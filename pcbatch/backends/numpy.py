@@ -18,18 +18,11 @@ from typing import Any
 import numpy as np
 
 from pcbatch.backends import batched_array
+from pcbatch.backends.base import StackFull
+from pcbatch.ir import setitem
 from pcbatch.ir.types import TensorType, Type, VariableAllocation, map_pattern
 
 __all__ = ["NumpyBackend", "RegisterVariable", "StackVariable"]
-
-
-class StackFull(Exception):
-    """Internal signal: a push found a full stack. The VM turns it into a user error."""
-
-    def __init__(self, name: str, rows: np.ndarray):
-        super().__init__(name)
-        self.name = name
-        self.rows = rows
 
 
 @dataclasses.dataclass
@@ -73,6 +66,15 @@ class RegisterVariable:
             self.top = np.array(np.broadcast_to(value, self.top.shape), dtype=self.top.dtype)
         else:
             self.top[lanes.index] = value
+
+    def assign_items(self, assignment, value, indices: list, lanes: NumpyLanes):
+        """``top[index] = value`` in place, for the lanes' threads only."""
+        value = np.asarray(value)
+        dims = self.top.shape[1:]
+        wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
+        key = assignment.key(lanes.rows(), [np.asarray(i) for i in indices], wrap)
+        self.top[key] = setitem.align(value, assignment.rest_rank(self.top.ndim))
+        return self
 
     def push(self, value, lanes):
         raise TypeError(f"variable {self.name!r} is a register and has no stack")
@@ -168,6 +170,7 @@ class NumpyBackend:
 
     name = "numpy"
     gathers_active_rows = True
+    measures_stack_depth = True
     variable_class = RegisterVariable
 
     def __init__(self, safety_checks: bool = True):
@@ -222,7 +225,15 @@ class NumpyBackend:
         return batched_array.vectorize(function)
 
     def select(self, condition, if_true, if_false):
+        if getattr(condition, "dtype", None) != np.bool_:
+            condition = condition != 0
         return np.where(condition, if_true, if_false)
+
+    def to_host(self, value) -> np.ndarray:
+        return np.asarray(value)
+
+    def copy_out(self, value) -> np.ndarray:
+        return np.array(value)
 
     def next_block(self, program_counter: np.ndarray) -> int:
         return int(program_counter.min())
