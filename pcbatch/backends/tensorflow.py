@@ -415,7 +415,7 @@ class TensorFlowBackend:
         self._types = NumpyBackend()
         self.compile_cache: dict = {}
         self.traces = 0
-        #: run the staged machine op by op, not as a graph (`pcbatch.fuzz_eager`)
+        #: run the staged machine op by op, not as a graph (`pcbatch.fuzz.eager`)
         self.run_eagerly = False
         # While tracing under XLA (see `jit`): per thread, as two threads may trace on
         # one backend at once.
