@@ -441,7 +441,9 @@ def loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> N
     backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
     plan = policy.plan_for(run.program, refill=after_block is not None)
     # Static policies without sync points: the lowest program counter, as the seed.
-    next_block = backend.next_block if plan is None else _scheduled(backend, plan)
+    next_block = (
+        backend.next_block if plan is None else policy.Scheduler(plan, backend.to_host).next_block
+    )
     halt = len(run.program.graph)
     steps = 0
     while True:
@@ -459,12 +461,6 @@ def loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> N
         if after_block is not None:
             after_block(block)
         steps += 1
-
-
-def _scheduled(backend, plan) -> Any:
-    """``next_block(pc)`` by a dynamic policy's `policy.Scheduler` (it reads host values)."""
-    scheduler = policy.Scheduler(plan)
-    return lambda pc: scheduler.next_block(backend.to_host(pc))
 
 
 def _profiled_step(run: _Run, runner, block: int, lanes, pc, halt: int) -> None:
