@@ -81,6 +81,11 @@ class Variable(Protocol):
 
     def pop(self, lanes: Lanes) -> Variable: ...
 
+    def clear_stack(self, lanes: Lanes) -> Variable:
+        """Empties the lanes' stacks (threads starting afresh, `pcbatch.vm.refill`); a
+        register has none."""
+        ...
+
     def assign_items(self, assignment: Any, value: Any, indices: list, lanes: Lanes) -> Variable:
         """Writes ``top[index] = value`` for the lanes' threads only (``assignment``: the
         `pcbatch.ir.setitem.SetItem` naming the index; ``indices``: its per-thread parts)."""
@@ -107,6 +112,10 @@ class Backend(Protocol):
     def all_lanes(self, batch_size: int) -> Lanes: ...
 
     def lanes_at(self, program_counter: Any, block_index: int) -> Lanes: ...
+
+    def lanes_of(self, rows: Any, batch_size: int) -> Lanes:
+        """The lanes of the threads in ``rows`` (sorted host ints), of ``batch_size``."""
+        ...
 
     def place(self, value: Any, lanes: Lanes, type_: TensorType) -> Any: ...
 

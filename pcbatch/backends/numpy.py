@@ -76,6 +76,9 @@ class RegisterVariable:
         self.top[key] = setitem.align(value, assignment.rest_rank(self.top.ndim))
         return self
 
+    def clear_stack(self, lanes: NumpyLanes) -> RegisterVariable:
+        return self  # a register has no stack
+
     def push(self, value, lanes):
         raise TypeError(f"variable {self.name!r} is a register and has no stack")
 
@@ -118,6 +121,10 @@ class StackVariable(RegisterVariable):
         self.depth[rows] = depth + 1
         self.high_water = max(self.high_water, deepest + 1)
         self._set_top(value, lanes)
+        return self
+
+    def clear_stack(self, lanes: NumpyLanes) -> StackVariable:
+        self.depth[lanes.rows()] = 0
         return self
 
     def pop(self, lanes: NumpyLanes) -> StackVariable:
@@ -192,6 +199,9 @@ class NumpyBackend:
         if len(index) == size:
             return NumpyLanes(None, size, size)
         return NumpyLanes(index, len(index), size)
+
+    def lanes_of(self, rows: np.ndarray, batch_size: int) -> NumpyLanes:
+        return NumpyLanes(rows, len(rows), batch_size)
 
     def place(
         self, value, lanes: NumpyLanes, type_: TensorType, leading_batch: bool = False

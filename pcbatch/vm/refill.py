@@ -23,7 +23,7 @@ that thread is running.
 
 This module holds the options every refill checks, and the eager machine's
 feeder: it works between block executions (`machine.loop`'s ``after_block``
-hook), on NumPy's variables. On staged backends the refill is part of the loop
+hook), through the backend protocol. On staged backends the refill is part of the loop
 state (`pcbatch.vm.staged_refill`); `pcbatch.vm.dispatch` chooses between them.
 """
 
@@ -32,9 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from pcbatch.backends.base import StackFull
-from pcbatch.backends.numpy import NumpyLanes, StackVariable
 from pcbatch.ir.nodes import HaltOp, IndirectGotoOp, Program
-from pcbatch.ir.types import VariableAllocation, flatten, map_pattern
+from pcbatch.ir.types import VariableAllocation, flatten, map_pattern, unflatten
 from pcbatch.vm import machine
 from pcbatch.vm.inputs import broadcast_inputs, leads_with_batch
 
@@ -125,7 +124,9 @@ def _halting_blocks(program: Program) -> frozenset:
 
 
 class _Feeder:
-    """NumPy: collects finished threads' results and starts pending inputs in their lanes."""
+    """The eager machine's refill: collects finished threads' results and starts pending
+    inputs in their lanes (through the backend protocol: ``lanes_of``, ``to_host`` and
+    the variables' ``clear_stack``)."""
 
     def __init__(self, run, inputs: list, order: np.ndarray, group: int):
         count = len(order)
@@ -145,7 +146,7 @@ class _Feeder:
         if block not in self.may_halt:
             return
         run = self.run
-        pc = run.pc.read(run.backend.all_lanes(run.batch_size))
+        pc = run.backend.to_host(run.pc.read(run.backend.all_lanes(run.batch_size)))
         halted = pc == self.halt
         done = np.flatnonzero(halted & (self.lane_input != _NO_INPUT))
         if not len(done):
@@ -157,11 +158,12 @@ class _Feeder:
             self._start(free)
 
     def _collect(self, done: np.ndarray) -> None:
-        lanes = NumpyLanes(done, len(done), self.run.batch_size)
+        run = self.run
+        lanes = run.backend.lanes_of(done, run.batch_size)
         rows = self.lane_input[done]
-        for out, name in zip(self.outputs, self.run.program.vars_out):
-            for buffer, var in zip(flatten(out), flatten(self.run.variables[name])):
-                buffer[rows] = var.read(lanes)
+        for out, name in zip(self.outputs, run.program.vars_out):
+            for buffer, var in zip(flatten(out), flatten(run.variables[name])):
+                buffer[rows] = run.backend.to_host(var.read(lanes))
         self.lane_input[done] = _NO_INPUT
 
     def _start(self, free: np.ndarray) -> None:
@@ -170,17 +172,18 @@ class _Feeder:
         new = self.order[self.cursor : self.cursor + len(take)]
         self.cursor += len(take)
         self.lane_input[take] = new
-        lanes = NumpyLanes(take, len(take), run.batch_size)
-        for var in (v for pattern in run.variables.values() for v in flatten(pattern)):
-            if isinstance(var, StackVariable):
-                var.depth[take] = 0  # a halted thread's stacks are empty; make sure
+        lanes = run.backend.lanes_of(take, run.batch_size)
+        for name, pattern in run.variables.items():
+            # a halted thread's stacks are empty; make sure
+            run.variables[name] = map_pattern(lambda var: var.clear_stack(lanes), pattern)
         for name, arg in zip(run.program.vars_in, self.inputs):
             if run.program.alloc_of(name) == VariableAllocation.NULL:
                 continue
             leaves = zip(flatten(run.variables[name]), flatten(arg), flatten(
                 run.program.var_types[name].tensors))
-            for var, leaf, t in leaves:
-                var.update(run.backend.place(leaf[new], lanes, t), lanes)
-        run.pc.depth[take] = 0
-        run.pc.update(run.backend.place(self.halt, lanes, machine.PC_TYPE), lanes)
-        run.pc.push(run.backend.place(0, lanes, machine.PC_TYPE), lanes)
+            updated = [var.update(run.backend.place(leaf[new], lanes, t), lanes)
+                       for var, leaf, t in leaves]
+            run.variables[name] = unflatten(run.variables[name], updated)
+        run.pc = run.pc.clear_stack(lanes)
+        run.pc = run.pc.update(run.backend.place(self.halt, lanes, machine.PC_TYPE), lanes)
+        run.pc = run.pc.push(run.backend.place(0, lanes, machine.PC_TYPE), lanes)

@@ -54,9 +54,10 @@ def collatz_and_buffer(n):
 
 def test_the_protocol_declares_the_core_the_eager_machine_uses():
     names = _protocol_names(base.Backend)
-    for name in ("select", "to_host", "copy_out", "place", "lanes_at", "measures_stack_depth"):
+    for name in ("select", "to_host", "copy_out", "place", "lanes_at", "lanes_of",
+                 "measures_stack_depth"):
         assert name in names
-    assert "assign_items" in _protocol_names(base.Variable)
+    assert {"assign_items", "clear_stack"} <= _protocol_names(base.Variable)
 
 
 def test_a_protocol_only_backend_gives_numpys_results():
@@ -74,4 +75,18 @@ def test_a_protocol_only_backend_measures_the_depth_an_overflow_needs():
     with pytest.raises(pcbatch.StackOverflowError) as error:
         depth(np.array([3, 40]), backend=ProtocolOnly(), max_stack_depth=8)
     assert error.value.suggested_depth == numpy_error.value.suggested_depth is not None
+    assert str(error.value) == str(numpy_error.value)
+
+
+def test_a_protocol_only_backend_refills_lanes_as_numpy_does():
+    n = np.arange(1, 30)
+    want = collatz_and_buffer.map(n, width=4, group=2, backend=pcbatch.NumpyBackend())
+    got = collatz_and_buffer.map(n, width=4, group=2, backend=ProtocolOnly())
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+    deep = np.array([2, 30, 1, 3])
+    with pytest.raises(pcbatch.StackOverflowError) as numpy_error:
+        depth.map(deep, width=2, backend=pcbatch.NumpyBackend(), max_stack_depth=8)
+    with pytest.raises(pcbatch.StackOverflowError) as error:
+        depth.map(deep, width=2, backend=ProtocolOnly(), max_stack_depth=8)
     assert str(error.value) == str(numpy_error.value)
