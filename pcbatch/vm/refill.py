@@ -1,6 +1,7 @@
 """Refill: N independent inputs through B lanes, a finished lane taking the next input at once.
 
-``execute(program, args, width=B)`` runs main on every one of the N inputs in
+A call with ``width=B`` (``fn.map(..., width=B)``; `pcbatch.vm.dispatch.execute`)
+runs main on every one of the N inputs in
 ``args`` (each argument with a leading dimension N, or a per-example value that
 every input shares) using ``min(B, N)`` lanes. Lane ``b`` starts on input ``b``;
 when its thread halts, inside the same run loop, its results are written to row
@@ -23,8 +24,8 @@ that thread is running.
 
 This module holds the options every refill checks, and the eager machine's
 feeder: it works between block executions (`machine.loop`'s ``after_block``
-hook), through the backend protocol. On staged backends the refill is part of the loop
-state (`pcbatch.vm.staged_refill`); `pcbatch.vm.dispatch` chooses between them.
+hook), through the backend protocol. On staged backends the refill is part of the
+loop state (`pcbatch.vm.staged_refill`); `pcbatch.vm.dispatch` chooses between them.
 """
 
 from __future__ import annotations
