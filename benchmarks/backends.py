@@ -30,7 +30,7 @@ import numpy as np
 
 import pcbatch
 from pcbatch import examples
-from pcbatch.vm import compact
+from pcbatch.backends import compaction as compaction_option
 
 
 def _make_backend(name: str, compaction):
@@ -143,7 +143,7 @@ def main() -> None:
     )
     parser.add_argument("--first-call", default=None, help=argparse.SUPPRESS)
     opts = parser.parse_args()
-    compaction = compact.parse_option(opts.compaction)
+    compaction = compaction_option.parse_option(opts.compaction)
     if opts.first_call is not None:
         return _time_first_call(opts.first_call, opts.backends, compaction)
     names = _backend_names(compaction)

@@ -2,7 +2,7 @@
 
     python benchmarks/fuzz.py --programs 10000 --backends numpy stackless returns_first
     python benchmarks/fuzz.py --programs 200 --backends jax tensorflow --seed 7
-    python benchmarks/fuzz.py --programs 10000 --pack 40   # packed: see pcbatch.fuzz_pack
+    python benchmarks/fuzz.py --programs 10000 --pack 40   # packed: see pcbatch.fuzz.pack
     python benchmarks/fuzz.py --programs 10000 --pack 4 --backends jax --seconds 480
     python benchmarks/fuzz.py --programs 2000 --pack 4 --backends jax_eager tensorflow_eager
 
@@ -13,7 +13,7 @@ exits 1 if anything failed. JAX and TensorFlow compile every new program (about 
 second each), so give them fewer programs.
 
 ``--pack P`` checks programs ``P`` at a time, each pack one module (programs of one
-event shape, ``--members`` rows each, shuffled together; `pcbatch.fuzz_pack`). A
+event shape, ``--members`` rows each, shuffled together; `pcbatch.fuzz.pack`). A
 packed failure names the culprit program's seed, re-runs it alone, and prints it
 shrunk to a small program (``--no-shrink`` skips that). On NumPy packing saves the
 per-call overhead (about 4x); on JAX the compile time grows with the pack's size, so
@@ -22,7 +22,7 @@ faster than the pack.
 
 ``tensorflow_xla`` is TensorFlow compiled with XLA (``tensorflow`` is graph mode);
 ``jax_eager`` and ``tensorflow_eager`` run the same staged machine op by op, without
-compiling (`pcbatch.fuzz_eager`): about 1 CPU second per program on either (JAX's
+compiling (`pcbatch.fuzz.eager`): about 1 CPU second per program on either (JAX's
 compile alone costs about 4, TensorFlow's graph mode more), testing everything but the
 compiler.
 """
@@ -39,7 +39,9 @@ import traceback
 
 import numpy as np
 
-from pcbatch import fuzz, fuzz_eager, fuzz_pack
+from pcbatch.fuzz import eager as fuzz_eager
+from pcbatch.fuzz import pack as fuzz_pack
+from pcbatch.fuzz import programs as fuzz
 
 BACKENDS = ("numpy", "stackless", "returns_first", "jax", "tensorflow", "tensorflow_xla",
             "jax_eager", "tensorflow_eager")

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
+from pcbatch.backends import compaction as compaction_option
 from pcbatch.demo import correlated_gaussian
 from pcbatch.mcmc import nuts
-from pcbatch.vm import compact
 
 try:  # run as a script (python benchmarks/nuts.py) or as a module
     import nuts_baselines
@@ -145,7 +145,7 @@ def main() -> None:
         "lockstep baselines always run twice)",
     )
     args = parser.parse_args()
-    compaction = compact.parse_option(args.compaction)
+    compaction = compaction_option.parse_option(args.compaction)
     target = gaussian() if args.target == "gaussian" else logistic_regression()
     print(
         f"target={args.target} warmup={args.warmup} samples={args.samples} "

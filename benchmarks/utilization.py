@@ -41,9 +41,9 @@ import numpy as np
 
 import pcbatch
 from pcbatch import examples
+from pcbatch.backends import compaction as compaction_option
 from pcbatch.ir.types import VariableAllocation, flatten
 from pcbatch.passes import order_blocks
-from pcbatch.vm import compact
 
 
 def _workloads(scale: float):
@@ -162,7 +162,7 @@ def main() -> None:
     policies = ["lowest_pc"] + [p for p in opts.policies.split(",") if p and p != "lowest_pc"]
     for policy in policies:
         order_blocks.check_policy(policy)
-    backend = _backend(opts.backend, compact.parse_option(opts.compaction))
+    backend = _backend(opts.backend, compaction_option.parse_option(opts.compaction))
     header = (
         f"{'workload':<14} {'mode/policy':<22} {'inputs':>7} {'steps':>9} {'prims':>9} "
         f"{'util':>5} {'occ':>5} {'wall s':>8} {'mem KiB':>9} {'peer KiB':>9} {'saving':>7} "

@@ -29,7 +29,7 @@ from pcbatch.errors import (
 from pcbatch.frontend.runtime import batched_primitive, sync, truthy
 from pcbatch.ir.types import TensorType, Type, VariableAllocation
 from pcbatch.profiling import Profile, profile
-from pcbatch.vm.machine import StepLimitError
+from pcbatch.vm.failures import StepLimitError
 from pcbatch.vm.runner import run
 
 __all__ = [

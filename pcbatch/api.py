@@ -47,7 +47,8 @@ from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Function, Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, is_python_scalar, map_pattern, rebuild
 from pcbatch.passes import order_blocks, pipeline
-from pcbatch.vm import machine, refill, runner
+from pcbatch.vm import refill, runner
+from pcbatch.vm.failures import DEFAULT_MAX_STACK_DEPTH
 
 CALL_OPTIONS = (
     "dry_run",
@@ -762,7 +763,7 @@ class Context:
             program,
             values,
             backend=backend,
-            max_stack_depth=options.get("max_stack_depth", machine.DEFAULT_MAX_STACK_DEPTH),
+            max_stack_depth=options.get("max_stack_depth", DEFAULT_MAX_STACK_DEPTH),
             stackless=bool(options.get("stackless", False)),
             max_steps=options.get("max_steps"),
             cache=self._cache,

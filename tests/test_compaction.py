@@ -17,8 +17,8 @@ import pytest
 
 import pcbatch
 from pcbatch import examples
+from pcbatch.backends import compaction
 from pcbatch.errors import StackOverflowError
-from pcbatch.vm import compact
 from tests import tiers
 from tests.backends import BACKEND_NAMES, assert_close, backend, leaves
 from tests.programs.python_corpus import PY_CORPUS_BY_NAME
@@ -90,16 +90,16 @@ def test_compacted_stack_overflow_is_detected(backend_name):
 
 
 def test_buckets():
-    assert compact.buckets(None, 1000) == []
-    assert compact.buckets("auto", 1000) == [16, 128]
-    assert compact.buckets("auto", 100) == [16]
-    assert compact.buckets("auto", 20) == []
-    assert compact.buckets("auto", 100_000) == [256, 2048, 16384]
-    assert compact.buckets((64, 8, 2000), 1000) == [8, 64]
+    assert compaction.buckets(None, 1000) == []
+    assert compaction.buckets("auto", 1000) == [16, 128]
+    assert compaction.buckets("auto", 100) == [16]
+    assert compaction.buckets("auto", 20) == []
+    assert compaction.buckets("auto", 100_000) == [256, 2048, 16384]
+    assert compaction.buckets((64, 8, 2000), 1000) == [8, 64]
     with pytest.raises(ValueError, match="compaction"):
-        compact.check_option("fast")
+        compaction.check_option("fast")
     with pytest.raises(ValueError, match="positive ints"):
-        compact.check_option((0, 4))
+        compaction.check_option((0, 4))
 
 
 @compiled_param

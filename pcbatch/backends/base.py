@@ -1,8 +1,12 @@
 """The backend Protocol: the array operations the VM is written against.
 
 The VM needs a small core: variables (register/stack storage with masked
-update, push and pop), a way to name the threads at a block (`Lanes`), placing a
-primitive's result into those lanes, and a loop. The rest of the surface
+update, push and pop; a full stack raises `StackFull`), a way to name the threads
+at a block (`Lanes`), placing a primitive's result into those lanes, choosing
+each thread's next block (``select``), and copying values out of the machine
+(``copy_out`` for results, ``to_host`` for the host's bookkeeping: errors,
+profiles). The eager machine (``pcbatch/vm/machine.py``) uses nothing else, so
+any eager array library runs it by implementing this core. The rest of the surface
 (``equal``, ``cond``, ``merge_shapes``, ...) is the seed API's NumpyBackend
 surface, kept for users of that API and for the type-inference pass.
 
@@ -10,6 +14,8 @@ Capability flags let the VM choose a strategy per backend:
 ``gathers_active_rows`` means `Lanes` index only the active threads, so a
 block's cost scales with its active threads and primitives never see other
 threads' rows; compiled backends run full width under a mask instead.
+``measures_stack_depth`` means variables count their deepest stack
+(``high_water``), so a stack overflow's error can say what depth suffices.
 
 Backends with ``staged = True`` (JAX, TensorFlow) are driven by
 ``pcbatch/vm/staged.py`` instead of the eager machine: they provide array
@@ -42,6 +48,18 @@ ONE_HOT_MAX = 1 << 14
 BLANK_ARGUMENT_MAX = 1 << 20
 
 
+class StackFull(Exception):
+    """Internal signal: a push found a full stack. The VM turns it into a user error.
+
+    ``rows`` are the batch rows whose stack was full (host integers).
+    """
+
+    def __init__(self, name: str, rows: Any):
+        super().__init__(name)
+        self.name = name
+        self.rows = rows
+
+
 class Lanes(Protocol):
     """The threads that execute one block: a row index or a mask."""
 
@@ -63,12 +81,23 @@ class Variable(Protocol):
 
     def pop(self, lanes: Lanes) -> Variable: ...
 
+    def clear_stack(self, lanes: Lanes) -> Variable:
+        """Empties the lanes' stacks (threads starting afresh, `pcbatch.vm.refill`); a
+        register has none."""
+        ...
+
+    def assign_items(self, assignment: Any, value: Any, indices: list, lanes: Lanes) -> Variable:
+        """Writes ``top[index] = value`` for the lanes' threads only (``assignment``: the
+        `pcbatch.ir.setitem.SetItem` naming the index; ``indices``: its per-thread parts)."""
+        ...
+
 
 class Backend(Protocol):
     """What the virtual machine and the passes need from an array library."""
 
     name: str
     gathers_active_rows: bool
+    measures_stack_depth: bool
 
     # -- the VM core -------------------------------------------------------
     def create_variable(
@@ -84,9 +113,23 @@ class Backend(Protocol):
 
     def lanes_at(self, program_counter: Any, block_index: int) -> Lanes: ...
 
+    def lanes_of(self, rows: Any, batch_size: int) -> Lanes:
+        """The lanes of the threads in ``rows`` (sorted host ints), of ``batch_size``."""
+        ...
+
     def place(self, value: Any, lanes: Lanes, type_: TensorType) -> Any: ...
 
-    def select(self, condition: Any, if_true: Any, if_false: Any) -> Any: ...
+    def select(self, condition: Any, if_true: Any, if_false: Any) -> Any:
+        """``if_true`` where ``condition`` is true (for a number: nonzero), else ``if_false``."""
+        ...
+
+    def to_host(self, value: Any) -> Any:
+        """``value`` as a NumPy array on the host (for errors, profiles, scheduling)."""
+        ...
+
+    def copy_out(self, value: Any) -> Any:
+        """A run's result: ``value`` as an array of this backend that no VM storage shares."""
+        ...
 
     def vectorize(self, function: Callable) -> Callable: ...
 

@@ -32,12 +32,12 @@ import numpy as np
 from jax import lax
 
 from pcbatch.backends import base, numpy_dispatch
+from pcbatch.backends import compaction as compaction_option
 from pcbatch.backends.jax_sharding import BatchSharding
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.errors import NarrowingWarning
 from pcbatch.ir.setitem import align
 from pcbatch.ir.types import TensorType, Type, map_pattern
-from pcbatch.vm import compact
 
 __all__ = ["JaxBackend"]
 
@@ -108,7 +108,7 @@ class JaxBackend:
     ):
         if mesh is None and (axis is not None or gather):
             raise ValueError("axis= and gather= shard the batch over a mesh: pass mesh= too")
-        compact.check_option(compaction)
+        compaction_option.check_option(compaction)
         if block_choice not in BLOCK_CHOICES:
             raise ValueError(
                 f"JaxBackend(block_choice=...) takes one of {BLOCK_CHOICES}, got {block_choice!r}"

@@ -18,18 +18,11 @@ from typing import Any
 import numpy as np
 
 from pcbatch.backends import batched_array
+from pcbatch.backends.base import StackFull
+from pcbatch.ir import setitem
 from pcbatch.ir.types import TensorType, Type, VariableAllocation, map_pattern
 
 __all__ = ["NumpyBackend", "RegisterVariable", "StackVariable"]
-
-
-class StackFull(Exception):
-    """Internal signal: a push found a full stack. The VM turns it into a user error."""
-
-    def __init__(self, name: str, rows: np.ndarray):
-        super().__init__(name)
-        self.name = name
-        self.rows = rows
 
 
 @dataclasses.dataclass
@@ -74,6 +67,18 @@ class RegisterVariable:
         else:
             self.top[lanes.index] = value
 
+    def assign_items(self, assignment, value, indices: list, lanes: NumpyLanes):
+        """``top[index] = value`` in place, for the lanes' threads only."""
+        value = np.asarray(value)
+        dims = self.top.shape[1:]
+        wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
+        key = assignment.key(lanes.rows(), [np.asarray(i) for i in indices], wrap)
+        self.top[key] = setitem.align(value, assignment.rest_rank(self.top.ndim))
+        return self
+
+    def clear_stack(self, lanes: NumpyLanes) -> RegisterVariable:
+        return self  # a register has no stack
+
     def push(self, value, lanes):
         raise TypeError(f"variable {self.name!r} is a register and has no stack")
 
@@ -116,6 +121,10 @@ class StackVariable(RegisterVariable):
         self.depth[rows] = depth + 1
         self.high_water = max(self.high_water, deepest + 1)
         self._set_top(value, lanes)
+        return self
+
+    def clear_stack(self, lanes: NumpyLanes) -> StackVariable:
+        self.depth[lanes.rows()] = 0
         return self
 
     def pop(self, lanes: NumpyLanes) -> StackVariable:
@@ -168,6 +177,7 @@ class NumpyBackend:
 
     name = "numpy"
     gathers_active_rows = True
+    measures_stack_depth = True
     variable_class = RegisterVariable
 
     def __init__(self, safety_checks: bool = True):
@@ -189,6 +199,9 @@ class NumpyBackend:
         if len(index) == size:
             return NumpyLanes(None, size, size)
         return NumpyLanes(index, len(index), size)
+
+    def lanes_of(self, rows: np.ndarray, batch_size: int) -> NumpyLanes:
+        return NumpyLanes(rows, len(rows), batch_size)
 
     def place(
         self, value, lanes: NumpyLanes, type_: TensorType, leading_batch: bool = False
@@ -222,7 +235,15 @@ class NumpyBackend:
         return batched_array.vectorize(function)
 
     def select(self, condition, if_true, if_false):
+        if getattr(condition, "dtype", None) != np.bool_:
+            condition = condition != 0
         return np.where(condition, if_true, if_false)
+
+    def to_host(self, value) -> np.ndarray:
+        return np.asarray(value)
+
+    def copy_out(self, value) -> np.ndarray:
+        return np.array(value)
 
     def next_block(self, program_counter: np.ndarray) -> int:
         return int(program_counter.min())

@@ -29,11 +29,11 @@ import numpy as np
 import tensorflow as tf
 
 from pcbatch.backends import base, numpy_dispatch
+from pcbatch.backends import compaction as compaction_option
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.errors import PcbatchError
 from pcbatch.ir.setitem import FULL_SLICE
 from pcbatch.ir.types import TensorType, Type, map_pattern
-from pcbatch.vm import compact
 
 __all__ = ["TensorFlowBackend"]
 
@@ -392,7 +392,7 @@ class TensorFlowBackend:
         while_parallel_iterations: int = 10,
         basic_block_xla_device: str | None = None,
     ):
-        compact.check_option(compaction)
+        compaction_option.check_option(compaction)
         if not (isinstance(while_parallel_iterations, int) and while_parallel_iterations > 0):
             raise ValueError(
                 "TensorFlowBackend(while_parallel_iterations=...): expected a positive int, "
@@ -415,7 +415,7 @@ class TensorFlowBackend:
         self._types = NumpyBackend()
         self.compile_cache: dict = {}
         self.traces = 0
-        #: run the staged machine op by op, not as a graph (`pcbatch.fuzz_eager`)
+        #: run the staged machine op by op, not as a graph (`pcbatch.fuzz.eager`)
         self.run_eagerly = False
         # While tracing under XLA (see `jit`): per thread, as two threads may trace on
         # one backend at once.

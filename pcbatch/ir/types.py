@@ -137,6 +137,18 @@ def flatten(pattern: Any) -> list:
     return [pattern]
 
 
+def unflatten(pattern: Any, values: list) -> Any:
+    """``values`` (leaves, as `flatten` lists them) in the shape of ``pattern``."""
+    iterator = iter(values)
+
+    def build(p):
+        if is_pattern_node(p):
+            return rebuild(p, [build(x) for x in p])
+        return next(iterator)
+
+    return build(pattern)
+
+
 def same_structure(a: Any, b: Any) -> bool:
     if is_pattern_node(a) != is_pattern_node(b):
         return False

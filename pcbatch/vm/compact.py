@@ -22,61 +22,17 @@ values, and inactive rows are neither read (their results are masked) nor
 written. The choice is made inside the block's branch of the dispatch.
 
 Buckets are fixed at trace time (each costs one more trace and compilation of
-every block that calls a primitive); `buckets` picks them from the option.
+every block that calls a primitive); `pcbatch.backends.compaction.buckets` picks
+them from the option.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
 
 from pcbatch.ir.nodes import PopOp, reads
 from pcbatch.ir.types import flatten
-
-#: ``"auto"`` makes no bucket narrower than this (it would save little over the next one
-#: up and cost one more compilation of every block)
-SMALLEST = 8
-#: ``compaction="auto"`` uses at most this many buckets (compile time grows with each)
-MAX_AUTO_BUCKETS = 3
-
-
-def buckets(option, batch_size: int) -> list[int]:
-    """The bucket widths (ascending) for a backend's ``compaction`` option.
-
-    ``None``/``False``: none (full width always). ``"auto"``: the largest power of
-    two at most a quarter of the batch, then every eighth of it down to `SMALLEST`,
-    at most `MAX_AUTO_BUCKETS` (1,000 lanes: 128 and 16). A sequence of ints: those
-    widths, keeping the ones below the batch width.
-    """
-    if option is None or option is False:
-        return []
-    if option == "auto":
-        sizes, k = [], 1 << max(batch_size // 4, 1).bit_length() - 1
-        while k >= SMALLEST and len(sizes) < MAX_AUTO_BUCKETS:
-            sizes.append(k)
-            k //= 8
-        return sorted(sizes)
-    if isinstance(option, Sequence) and not isinstance(option, str):
-        if not all(isinstance(k, int) and k > 0 for k in option):
-            raise ValueError(f"compaction buckets must be positive ints, not {option!r}")
-        return sorted({k for k in option if k < batch_size})
-    raise ValueError(f"compaction must be None, 'auto' or a sequence of ints, not {option!r}")
-
-
-def parse_option(text: str | None):
-    """A command line's compaction option: None, ``"auto"`` or ``"16,128"`` (widths)."""
-    if text is None or text == "auto":
-        return text
-    try:
-        return tuple(int(k) for k in text.split(","))
-    except ValueError:
-        raise ValueError(f"compaction: 'auto' or widths like '16,128', not {text!r}") from None
-
-
-def check_option(option) -> None:
-    """Raises ValueError for an option `buckets` would reject (at construction time)."""
-    buckets(option, 2)
 
 
 def narrow_machine(machine, width: int):
@@ -89,13 +45,13 @@ def narrow_machine(machine, width: int):
 class Compaction:
     """Wraps each block of a staged machine so that it may run on a bucket of lanes."""
 
-    def __init__(self, machine, widths: list[int]):
-        from pcbatch.vm.staged import _Block
-
+    def __init__(self, machine, widths: list[int], make_block):
+        """``make_block(machine, index)``: the staged machine's block ``index``, traced
+        on ``machine`` (here, a narrow copy of it)."""
         self.m = machine
         self.widths = widths
         narrow = [narrow_machine(machine, k) for k in widths]
-        self.narrow_blocks = [[_Block(n, i) for i in range(machine.halt)] for n in narrow]
+        self.narrow_blocks = [[make_block(n, i) for i in range(machine.halt)] for n in narrow]
 
     def wrap(self, index: int, block):
         """``block`` (state -> state) choosing its width per step from its active count.

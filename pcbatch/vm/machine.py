@@ -9,8 +9,14 @@ variables that a call must save have stacks of their own (see
 ``passes/allocate.py``). The loop is the backend's ``while_loop`` and the
 block dispatch its ``switch_case``; on NumPy both are plain Python.
 
+The machine is written against the backend protocol's core
+(`pcbatch.backends.base.Backend`): any eager array library runs it. It runs
+eager backends only; `pcbatch.vm.dispatch` chooses between it and the staged
+machine (``pcbatch/vm/staged.py``).
+
 Stack overflow raises `StackOverflowError` naming the function whose
-recursion overflowed, with a depth measured to suffice.
+recursion overflowed, with a depth measured to suffice (on backends that
+count their stacks' depth: ``measures_stack_depth``).
 """
 
 from __future__ import annotations
@@ -23,14 +29,8 @@ from typing import Any
 import numpy as np
 
 from pcbatch import profiling
-from pcbatch.backends.numpy import NumpyBackend, StackFull
-from pcbatch.errors import (
-    BatchSizeError,
-    PcbatchError,
-    StackOverflowError,
-    add_note,
-    where,
-)
+from pcbatch.backends.base import StackFull
+from pcbatch.errors import PcbatchError, StackOverflowError, add_note, where
 from pcbatch.ir import setitem
 from pcbatch.ir.nodes import (
     BranchOp,
@@ -45,21 +45,35 @@ from pcbatch.ir.nodes import (
 from pcbatch.ir.types import (
     TensorType,
     VariableAllocation,
-    flatten,
     format_pattern,
     is_pattern_node,
     map_pattern,
 )
 from pcbatch.vm import policy
+from pcbatch.vm.failures import (
+    DEFAULT_MAX_STACK_DEPTH,
+    StepLimitError,
+    block_owners,
+    overflowing_function,
+    step_limit_error,
+)
+from pcbatch.vm.inputs import batch_size_of
 
-DEFAULT_MAX_STACK_DEPTH = 15
+__all__ = [
+    "DEFAULT_MAX_STACK_DEPTH",
+    "PC_TYPE",
+    "StepLimitError",
+    "block_runner",
+    "execute",
+    "loop",
+    "measure_depth",
+    "overflow_error",
+    "start",
+]
+
 PC_TYPE = TensorType(np.dtype(np.int32), ())
 _PC = "__pc__"
 _MEASURE_STEPS = 200_000  # bounds the rerun that measures a sufficient stack depth
-
-
-class StepLimitError(PcbatchError, RuntimeError):
-    """A run took more VM steps than ``max_steps`` (probably a loop that never ends)."""
 
 
 @dataclasses.dataclass
@@ -205,19 +219,16 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
 def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
     """``target[index] = value`` written into the storage for the active threads only."""
     target, value, *indices = op.vars_in
-    storage = run.variables[target]
-    value = np.asarray(_read(run, value, lanes, env))
-    dims = storage.top.shape[1:]
-    wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
-    indices = [np.asarray(_read(run, i, lanes, env)) for i in indices]
+    value = _read(run, value, lanes, env)
+    indices = [_read(run, i, lanes, env) for i in indices]
     if run.profile is not None:
         run.profile.record_primitive(op.label, lanes.count, run.batch_size)
-    key = op.function.key(lanes.rows(), indices, wrap)
     try:
-        storage.top[key] = setitem.align(value, op.function.rest_rank(storage.top.ndim))
+        storage = run.variables[target].assign_items(op.function, value, indices, lanes)
     except (IndexError, ValueError) as e:
         add_note(e, f"in pcbatch item assignment{where(op.loc)}")
         raise
+    run.variables[target] = storage
     env.pop(target, None)
 
 
@@ -235,17 +246,14 @@ def _chooser(cond_var: str, if_true: int, if_false: int) -> Any:
     holds, else ``if_false``."""
 
     def choose(run, lanes, env):
-        cond = _read(run, cond_var, lanes, env)
-        if getattr(cond, "dtype", None) != np.bool_:
-            cond = cond != 0
-        return run.backend.select(cond, if_true, if_false)
+        return run.backend.select(_read(run, cond_var, lanes, env), if_true, if_false)
 
     return choose
 
 
 def _terminator_step(program: Program, term) -> Any:
-    """``step(run, lanes, env)`` moving the lanes' program counters (NumPy assignment
-    broadcasts and casts them itself)."""
+    """``step(run, lanes, env)`` moving the lanes' program counters (the variable's
+    ``update`` and ``push`` broadcast and cast them)."""
     index = program.graph.index
     if isinstance(term, BranchOp):
         choose = _chooser(term.cond_var, index(term.true_target), index(term.false_target))
@@ -299,7 +307,7 @@ def _instruction_step(program: Program, op, backend) -> Any:
     raise PcbatchError(f"{type(op).__name__} in a lowered block (a compiler bug)")
 
 
-def _block_runner(program: Program, block, backend):
+def block_runner(program: Program, block, backend):
     """``run_block(run, lanes)``: the block compiled into one closure per instruction
     (per-example primitives vectorized once per run, not once per step)."""
     steps = [_instruction_step(program, op, backend) for op in block.instructions]
@@ -315,63 +323,6 @@ def _block_runner(program: Program, block, backend):
 
 # ---------------------------------------------------------------------------
 # Inputs and outputs
-
-
-def _local(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
-
-
-def leads_with_batch(leaf, type_) -> bool:
-    """Whether an argument ``leaf`` has a batch dimension before its per-example shape."""
-    return len(np.shape(leaf)) > len(type_.shape)
-
-
-def batch_size_of(program: Program, args: Sequence) -> int:
-    """The common batch size; arguments without a batch dimension (or size 1) broadcast."""
-    size, first = 1, None
-    for name, arg in zip(program.vars_in, args):
-        type_ = program.var_types[name]
-        for leaf, t in zip(flatten(arg), flatten(type_.tensors)):
-            if not leads_with_batch(leaf, t):
-                continue  # a per-example value: broadcast to every thread
-            n = int(np.shape(leaf)[0])
-            if n == 1 or n == size:
-                continue
-            if size != 1:
-                raise BatchSizeError(
-                    f"{program.main}(): argument {_local(first)!r} has batch size {size} but "
-                    f"argument {_local(name)!r} has batch size {n}; give every argument the "
-                    "same batch size, or size 1 to broadcast"
-                )
-            size, first = n, name
-        first = first or name
-    return size
-
-
-def broadcast_inputs(program: Program, args: Sequence) -> list:
-    """Each argument as arrays with a leading batch dimension of the common size."""
-    size = batch_size_of(program, args)
-
-    def fit(t, leaf):
-        leaf = np.asarray(leaf, dtype=t.dtype)
-        if len(leaf.shape) == len(t.shape):
-            leaf = leaf[None]
-        return np.broadcast_to(leaf, (size, *t.shape))
-
-    return [
-        map_pattern(fit, program.var_types[name].tensors, arg)
-        for name, arg in zip(program.vars_in, args)
-    ]
-
-
-def _owners(program: Program) -> dict:
-    """Block label -> the function it belongs to (blocks are contiguous per function)."""
-    entry_of = {label: fn for fn, label in program.entries.items()}
-    owners, current = {}, program.main
-    for block in program.graph:
-        current = entry_of.get(block.label, current)
-        owners[block.label] = current
-    return owners
 
 
 def _create_storage(program: Program, backend, batch_size: int, max_stack_depth: int) -> dict:
@@ -409,9 +360,9 @@ def _load_inputs(run: _Run, args: Sequence) -> None:
 
 
 def _outputs(run: _Run):
-    lanes = run.backend.all_lanes(run.batch_size)
+    lanes, copy_out = run.backend.all_lanes(run.batch_size), run.backend.copy_out
     results = tuple(
-        map_pattern(lambda v: np.array(v.read(lanes)), run.variables[name])
+        map_pattern(lambda v: copy_out(v.read(lanes)), run.variables[name])
         for name in run.program.vars_out
     )
     return results[0] if len(results) == 1 else results
@@ -425,50 +376,36 @@ def execute(
     program: Program,
     args: Sequence,
     *,
-    backend=None,
+    backend,
     max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
     max_steps: int | None = None,
-    block_code_cache: dict | None = None,
-    _measure_on_overflow: bool = True,
-    return_status: bool = False,
+    measure_on_overflow: bool = True,
 ):
-    """Runs a lowered program over a batch.
+    """Runs a lowered program over a batch on an eager ``backend``.
 
     Args:
       program: a lowered, typed, allocated program (``pipeline.compile_program``).
       args: one value per parameter of ``main``: arrays with a leading batch
         dimension, or per-example values (no batch dimension) to broadcast.
-      backend: the array backend (default NumPy).
+      backend: the array backend (an eager one: `pcbatch.vm.dispatch.execute` takes
+        any backend).
       max_stack_depth: how deep any recursion may go.
       max_steps: stop with `StepLimitError` after this many VM steps (None: no bound).
-      block_code_cache: where a staged backend keeps compiled code across calls
-        (default: the backend's own cache); unused on NumPy.
+      measure_on_overflow: on a stack overflow, rerun the overflowing threads with deep
+        stacks to say what depth suffices (where the backend ``measures_stack_depth``).
 
     Returns:
       main's result (a tuple when it returns several), with a batch dimension.
     """
-    backend = backend or NumpyBackend()
-    if getattr(backend, "staged", False):
-        from pcbatch.vm import staged
-
-        return staged.execute(
-            program,
-            args,
-            backend=backend,
-            max_stack_depth=max_stack_depth,
-            max_steps=max_steps,
-            cache=block_code_cache,
-            return_status=return_status,
-        )
     if len(args) != len(program.vars_in):
         raise TypeError(f"{program.main}() takes {len(program.vars_in)} arguments, got {len(args)}")
     run = start(program, args, backend, batch_size_of(program, args), max_stack_depth)
     if run.batch_size == 0:
         return _outputs(run)
     try:
-        _loop(run, [_block_runner(program, b, backend) for b in program.graph], max_steps)
+        loop(run, [block_runner(program, b, backend) for b in program.graph], max_steps)
     except StackFull as full:
-        raise _overflow_error(run, full, args, max_stack_depth, _measure_on_overflow) from None
+        raise overflow_error(run, full, args, max_stack_depth, measure_on_overflow) from None
     return _outputs(run)
 
 
@@ -484,7 +421,7 @@ def start(program: Program, args: Sequence, backend, batch_size: int, max_stack_
         ),
         profile=profiling.current(),
         labels=tuple(b.label for b in program.graph),
-        owners=_owners(program),
+        owners=block_owners(program),
     )
     if run.profile is not None:
         run.profile.start_run(program)
@@ -497,13 +434,16 @@ def start(program: Program, args: Sequence, backend, batch_size: int, max_stack_
     return run
 
 
-def _loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> None:
-    """Steps until every thread halts; ``after_block(index)`` (if given) runs after each
-    block execution and may start new threads (`pcbatch.vm.refill`)."""
+def loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> None:
+    """Steps until every thread halts; ``runners``: each block's `block_runner`;
+    ``after_block(index)`` (if given) runs after each block execution and may start
+    new threads (`pcbatch.vm.refill`)."""
     backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
     plan = policy.plan_for(run.program, refill=after_block is not None)
     # Static policies without sync points: the lowest program counter, as the seed.
-    next_block = backend.next_block if plan is None else policy.Scheduler(plan).next_block
+    next_block = (
+        backend.next_block if plan is None else policy.Scheduler(plan, backend.to_host).next_block
+    )
     halt = len(run.program.graph)
     steps = 0
     while True:
@@ -512,7 +452,7 @@ def _loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> 
         if block >= halt:
             return
         if max_steps is not None and steps >= max_steps:
-            raise step_limit_error(run.program, pc, max_steps)
+            raise step_limit_error(run.program, backend.to_host(pc), max_steps)
         lanes = backend.lanes_at(pc, block)
         if run.profile is None:
             runners[block](run, lanes)
@@ -525,7 +465,7 @@ def _loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> 
 
 def _profiled_step(run: _Run, runner, block: int, lanes, pc, halt: int) -> None:
     """Runs one block and records it, with its wall time (only while a profile is active)."""
-    live = int(np.count_nonzero(np.asarray(pc) < halt))
+    live = int(np.count_nonzero(run.backend.to_host(pc) < halt))
     start = time.perf_counter()
     runner(run, lanes)
     seconds = time.perf_counter() - start
@@ -534,40 +474,24 @@ def _profiled_step(run: _Run, runner, block: int, lanes, pc, halt: int) -> None:
     )
 
 
-def step_limit_error(program: Program, pc, max_steps: int) -> StepLimitError:
-    """The error for a run stopped by ``max_steps``, naming where threads still are."""
-    pcs = np.asarray(pc)
-    halt = len(program.graph)
-    waiting = sorted(set(int(p) for p in pcs[pcs < halt]))
-    places = []
-    for index in waiting[:5]:
-        block = program.graph.blocks[index]
-        loc = next((op.loc for op in block.instructions if op.loc), block.terminator.loc)
-        places.append(f"{block.label}{where(loc)}")
-    live = int(np.count_nonzero(pcs < halt))
-    return StepLimitError(
-        f"{program.main}() did not finish in max_steps={max_steps} VM steps; {live} "
-        f"thread(s) still running, waiting at: {'; '.join(places)}. If the program is "
-        "meant to run this long, pass a larger max_steps."
-    )
-
-
 # ---------------------------------------------------------------------------
 # Stack overflow
 
 
-def _overflow_error(
+def overflow_error(
     run, full: StackFull, args, max_stack_depth, measure, members=None
 ) -> StackOverflowError:
     """The user's error for a full stack; ``members``: the rows of ``args`` that the
     overflowing threads run (default: the threads' own rows, as in a plain call)."""
     members = full.rows if members is None else members
-    pcs = np.asarray(run.pc.read(run.backend.all_lanes(run.batch_size)))
+    pcs = run.backend.to_host(run.pc.read(run.backend.all_lanes(run.batch_size)))
     block = run.program.graph.blocks[int(pcs[full.rows[0]])] if len(full.rows) else None
     function = overflowing_function(run.program, block, run.owners)
     suggested, advice = None, f"try a larger max_stack_depth (at least {2 * max_stack_depth})"
-    if measure and isinstance(run.backend, NumpyBackend):
-        suggested, advice = _measure_depth(run.program, args, members, max_stack_depth)
+    if measure and getattr(run.backend, "measures_stack_depth", False):
+        suggested, advice = measure_depth(
+            run.program, args, members, max_stack_depth, run.backend
+        )
     rows = ", ".join(str(int(r)) for r in members[:5])
     return StackOverflowError(
         f"recursion in {function!r} exceeded max_stack_depth={max_stack_depth} "
@@ -578,18 +502,10 @@ def _overflow_error(
     )
 
 
-def overflowing_function(program: Program, block, owners: dict) -> str:
-    """The function whose recursion filled a stack in ``block``: the callee of a block
-    that ends in a call (its own pushes and the program counter's are for that call)."""
-    if block is None:
-        return program.main
-    term = block.terminator
-    label = term.target if isinstance(term, PushGotoOp) else block.label
-    return owners.get(label, program.main)
-
-
-def _measure_depth(program, args, rows, max_stack_depth) -> tuple:
-    """Reruns the overflowing threads with deep stacks to find a depth that suffices."""
+def measure_depth(program, args, rows, max_stack_depth, backend) -> tuple:
+    """Reruns the overflowing threads ``rows`` of ``args`` with deep stacks, on the eager
+    ``backend`` (one that ``measures_stack_depth``), to find a depth that suffices:
+    (that depth or None, the advice for the error)."""
     rows = np.asarray(rows)
     subset = []
     for name, arg in zip(program.vars_in, args):
@@ -603,7 +519,7 @@ def _measure_depth(program, args, rows, max_stack_depth) -> tuple:
 
         subset.append(map_pattern(take, type_.tensors, arg))
     cap = 64 * max(max_stack_depth, 16)
-    probe = _DepthProbe()
+    probe = _DepthProbe(backend)
     try:
         execute(
             program,
@@ -611,7 +527,7 @@ def _measure_depth(program, args, rows, max_stack_depth) -> tuple:
             backend=probe,
             max_stack_depth=cap,
             max_steps=_MEASURE_STEPS,
-            _measure_on_overflow=False,
+            measure_on_overflow=False,
         )
     except StackOverflowError:
         return None, f"even max_stack_depth={cap} overflowed: the recursion may never end"
@@ -624,14 +540,18 @@ def _measure_depth(program, args, rows, max_stack_depth) -> tuple:
     return depth, f"max_stack_depth={depth} suffices for these inputs"
 
 
-class _DepthProbe(NumpyBackend):
-    """A NumPy backend that remembers its variables, to read their high-water marks."""
+class _DepthProbe:
+    """``backend``, remembering the variables it creates, to read their high-water marks."""
 
-    def __init__(self):
+    def __init__(self, backend):
+        self.backend = backend
         self.created = []
 
+    def __getattr__(self, name: str):
+        return getattr(self.backend, name)
+
     def create_variable(self, name, alloc, type_, max_stack_depth, batch_size):
-        var = super().create_variable(name, alloc, type_, max_stack_depth, batch_size)
+        var = self.backend.create_variable(name, alloc, type_, max_stack_depth, batch_size)
         self.created.append(var)
         return var
 

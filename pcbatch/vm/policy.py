@@ -225,12 +225,13 @@ NUMPY_OPS = _NumpyOps()
 
 
 class Scheduler:
-    """The NumPy machine's chooser for one run: `choose`'s rule, in plain Python over the
+    """The eager machine's chooser for one run: `choose`'s rule, in plain Python over the
     few blocks that hold threads (array operations over every block would cost more than
-    many a step)."""
+    many a step). ``to_host``: the backend's, to read the program counters on the host."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, to_host=np.asarray):
         self.plan = plan
+        self.to_host = to_host
         self.wait: dict = {}  # block -> steps waited; blocks not here have waited 0
         self.sync = {s: _rows(b) for s, b in zip(plan.sync_blocks, plan.sync_blockers)}
         self.arrivals_from = [_rows(plan.arrivals[:, b]) for b in range(plan.halt)]
@@ -238,7 +239,7 @@ class Scheduler:
         self.exits = frozenset(np.flatnonzero(plan.exits).tolist())
 
     def next_block(self, pc) -> int:
-        counts = np.bincount(np.asarray(pc), minlength=self.plan.halt + 1)
+        counts = np.bincount(self.to_host(pc), minlength=self.plan.halt + 1)
         holding = np.flatnonzero(counts[: self.plan.halt]).tolist()
         if not holding:
             self.wait = {}

@@ -8,7 +8,6 @@ it on the stack machine or, with ``stackless=True``, the stackless interpreter.
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Sequence
 
@@ -28,8 +27,10 @@ from pcbatch.ir.types import (
     type_key,
 )
 from pcbatch.passes import infer_types, pipeline
-from pcbatch.vm import machine, refill
+from pcbatch.vm import dispatch
 from pcbatch.vm import stackless as stackless_vm
+from pcbatch.vm.failures import DEFAULT_MAX_STACK_DEPTH
+from pcbatch.vm.inputs import batch_size_of, broadcast_inputs, local_name
 
 
 def signature_of(args: Sequence, backend=None, weak: Sequence | None = None) -> list:
@@ -69,7 +70,7 @@ def check_known_shapes(program: Program, args: Sequence) -> None:
                 dims = (None,)
             if any(d is None for d in dims):
                 raise BatchSizeError(
-                    f"{program.main}(): argument {machine._local(name)!r} has shape "
+                    f"{program.main}(): argument {local_name(name)!r} has shape "
                     f"{shape}, with a dimension unknown while tracing; pcbatch compiles for "
                     "known shapes. In a tf.function, give an input_signature with every "
                     "dimension known, or none (then it traces once per shape); in a TF1 "
@@ -85,7 +86,7 @@ def check_narrowing(program: Program, args: Sequence, backend) -> None:
         return
     for name, arg in zip(program.vars_in, args):
         for leaf in flatten(arg):
-            check(program.main, machine._local(name), leaf)
+            check(program.main, local_name(name), leaf)
 
 
 def check_count(function: str, option: str, value, alternative: str = "") -> int:
@@ -166,7 +167,7 @@ def run(
     args: Sequence,
     *,
     backend=None,
-    max_stack_depth: int = machine.DEFAULT_MAX_STACK_DEPTH,
+    max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
     stackless: bool = False,
     max_steps: int | None = None,
     cache: CompileCache | None = None,
@@ -187,7 +188,7 @@ def run(
 
     With ``return_status``: (results, status), status one `pcbatch.LaneStatus` per
     batch member, and no error for a member whose recursion overflowed or that
-    max_steps stopped (its results are fill values: `staged.poison`).
+    max_steps stopped (its results are fill values: `pcbatch.vm.staged.poison`).
     """
     backend = backend or NumpyBackend()
     cache = cache or _DEFAULT_CACHE
@@ -206,67 +207,22 @@ def run(
     sig = signature_of(args, backend, weak)
     if not stackless:
         lowered = cache.get(program, sig, backend, lowered=True, schedule=schedule)
-        execute = machine.execute if width is None else functools.partial(
-            refill.execute, width=width, group=group, priority=priority
-        )
-        execute = functools.partial(
-            execute,
+        return dispatch.execute(
+            lowered,
+            args,
             backend=backend,
             max_stack_depth=max_stack_depth,
             max_steps=max_steps,
             block_code_cache=block_code_cache,
+            width=width,
+            group=group,
+            priority=priority,
+            return_status=return_status,
         )
-        if return_status and getattr(backend, "staged", False):
-            return execute(lowered, args, return_status=True)
-        if return_status:
-            return _with_status(execute, lowered, args)
-        return execute(lowered, args)
     if width is not None:
         raise ValueError(
             f"{program.main}.map() runs on the stack machine only; drop stackless=True"
         )
     typed = cache.get(program, sig, backend, lowered=False)
-    inputs = machine.broadcast_inputs(typed, args)
-    return stackless_vm.execute(typed, inputs, batch_size=machine.batch_size_of(typed, args))
-
-
-def _with_status(execute, program: Program, args: list) -> tuple:
-    """(results, status) on a machine that stops the whole batch at a failure (NumPy):
-    the batch runs once, and only if a member fails, each member alone, to tell the
-    failed ones (`pcbatch.LaneStatus`) from the others, whose results are kept."""
-    from pcbatch.errors import LaneStatus, StackOverflowError, is_lane_check_failure
-    from pcbatch.vm import staged
-
-    size = machine.batch_size_of(program, args)
-    try:
-        return execute(program, args), np.zeros(size, np.int32)
-    except (StackOverflowError, machine.StepLimitError):
-        pass
-    except Exception as e:  # noqa: BLE001 - only a run-time check's failure is a status
-        if not is_lane_check_failure(e):
-            raise
-    status = np.zeros(size, np.int32)
-    types = [program.var_types[name].tensors for name in program.vars_out]
-    blank = lambda t: np.zeros((size, *t.shape), t.dtype)
-    outputs = [map_pattern(blank, t) for t in types]
-    for i in range(size):
-        row = [map_pattern(lambda x, i=i: x[i : i + 1] if np.ndim(x) else x, a) for a in args]
-        try:
-            got = execute(program, row)
-        except StackOverflowError:
-            status[i] = LaneStatus.STACK_OVERFLOW
-            continue
-        except machine.StepLimitError:
-            status[i] = LaneStatus.STEP_LIMIT
-            continue
-        except Exception as e:  # noqa: BLE001
-            if not is_lane_check_failure(e):
-                raise
-            status[i] = LaneStatus.ERROR
-            continue
-        got = got if len(types) > 1 else (got,)
-        for out, value in zip(outputs, got):
-            for leaf, v in zip(flatten(out), flatten(value)):
-                leaf[i] = np.asarray(v)[0]
-    outputs = staged.poison(NumpyBackend(), outputs, status == LaneStatus.OK)
-    return (outputs[0] if len(types) == 1 else tuple(outputs)), status
+    inputs = broadcast_inputs(typed, args)
+    return stackless_vm.execute(typed, inputs, batch_size=batch_size_of(typed, args))

@@ -37,8 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch.backends import base
-from pcbatch.errors import LaneStatus
+from pcbatch import profiling
+from pcbatch.backends import base, compaction
+from pcbatch.backends.numpy import NumpyBackend
+from pcbatch.errors import LaneStatus, StackOverflowError, where
 from pcbatch.ir import setitem
 from pcbatch.ir.nodes import (
     BranchOp,
@@ -55,9 +57,13 @@ from pcbatch.ir.types import (
     flatten,
     is_pattern_node,
     map_pattern,
-    rebuild,
+    unflatten,
 )
 from pcbatch.vm import compact, policy
+from pcbatch.vm.failures import block_owners, overflowing_function, step_limit_error
+from pcbatch.vm.inputs import batch_size_of, leads_with_batch
+from pcbatch.vm.machine import measure_depth
+from pcbatch.vm.staged_refill import StagedRefill
 
 PC = "__pc__"
 #: where a block's pushes leave their overflowing rows (in its env: no variable's name)
@@ -127,17 +133,6 @@ class Layout:
             if alloc == VariableAllocation.FULL:
                 full.update(k for k, _ in keys)
         return cls(program, batch_size, max_stack_depth, leaves, frozenset(full))
-
-
-def _unflatten(pattern: Any, values: list) -> Any:
-    iterator = iter(values)
-
-    def build(p):
-        if is_pattern_node(p):
-            return rebuild(p, [build(x) for x in p])
-        return next(iterator)
-
-    return build(pattern)
 
 
 class _Registers:
@@ -236,7 +231,7 @@ class _Block:
             return env[name]
         keys = self.m.layout.leaves[name]
         values = [state["vars"][key]["top"] for key, _ in keys]
-        return _unflatten(self.m.program.var_types[name].tensors, values)
+        return unflatten(self.m.program.var_types[name].tensors, values)
 
     def bind(self, state, env, op, names, values, mask):
         if is_pattern_node(names):
@@ -252,7 +247,7 @@ class _Block:
             self.m.ops.place(v, self.m.layout.batch_size, t, per_example)
             for v, t in zip(flatten(values), flatten(var_type.tensors))
         ]
-        env[names] = _unflatten(var_type.tensors, placed_leaves)
+        env[names] = unflatten(var_type.tensors, placed_leaves)
         if alloc == VariableAllocation.TEMPORARY:
             return
         push = names not in op.skip_push_mask and alloc == VariableAllocation.FULL
@@ -285,8 +280,8 @@ class StagedMachine:
         self.profiling = profiling
         self.max_steps = max_steps
         self.blocks = [_Block(self, i) for i in range(self.halt)]
-        widths = compact.buckets(getattr(ops, "compaction", None), batch_size)
-        self.compaction = compact.Compaction(self, widths) if widths else None
+        widths = compaction.buckets(getattr(ops, "compaction", None), batch_size)
+        self.compaction = compact.Compaction(self, widths, _Block) if widths else None
         if self.compaction is not None:
             self.blocks = [self.compaction.wrap(i, b) for i, b in enumerate(self.blocks)]
         # None: the lowest program counter runs
@@ -296,8 +291,6 @@ class StagedMachine:
         # after each step (`pcbatch.vm.refill`).
         self.refill = None
         if refill_plan is not None:
-            from pcbatch.vm.refill import StagedRefill
-
             self.refill = StagedRefill(self, *refill_plan)
         # Main's entry, when no block leads back to it, runs once before the loop (the
         # first step, as the loop would run it): the dispatch has one branch fewer to
@@ -541,7 +534,7 @@ class StagedMachine:
         for name in self.program.vars_out:
             keys = self.layout.leaves[name]
             values = [final["vars"][key]["top"] for key, _ in keys]
-            outputs.append(_unflatten(self.program.var_types[name].tensors, values))
+            outputs.append(unflatten(self.program.var_types[name].tensors, values))
         return tuple(outputs), final
 
 
@@ -551,15 +544,14 @@ class StagedMachine:
 
 def _with_batch_dims(program: Program, args) -> list:
     """Each argument leaf with a leading batch dimension (size 1 for per-example values)."""
-    from pcbatch.vm import machine
     inputs = []
     for name, arg in zip(program.vars_in, args):
         types = flatten(program.var_types[name].tensors)
         leaves = [
-            leaf if machine.leads_with_batch(leaf, t) else _with_leading_one(leaf)
+            leaf if leads_with_batch(leaf, t) else _with_leading_one(leaf)
             for leaf, t in zip(flatten(arg), types)
         ]
-        inputs.append(_unflatten(program.var_types[name].tensors, leaves))
+        inputs.append(unflatten(program.var_types[name].tensors, leaves))
     return inputs
 
 
@@ -591,10 +583,7 @@ def execute(
     and the backend raises when the run executes (`fail_on_read`), unless
     ``return_status`` hands the status to the caller (docs/semantics/failures.md).
     """
-    from pcbatch import profiling
-    from pcbatch.vm import machine
-
-    count = machine.batch_size_of(program, args)
+    count = batch_size_of(program, args)
     inputs = _with_batch_dims(program, args)
     prof = profiling.current()
     signature = tuple((_static_shape(x), _dtype_name(x)) for x in flatten(inputs))
@@ -659,8 +648,6 @@ def execute(
 
 def _named(program: Program) -> str:
     """``main`` and where its body starts in the user's file (``main (at file:line)``)."""
-    from pcbatch.errors import where
-
     entry = program.graph.blocks[0]
     loc = next((op.loc for op in entry.instructions if op.loc), entry.terminator.loc)
     return f"{program.main}{where(loc)}" if loc is not None else program.main
@@ -893,9 +880,6 @@ def _raise_failures(
     with ``lanes_are_members`` (not with refill, whose lanes take turns) it names the
     batch members that overflowed.
     Called after an eager run, or on the host from inside a traced one (`fail_on_read`)."""
-    from pcbatch.errors import StackOverflowError
-    from pcbatch.vm import machine
-
     pcs = np.asarray(pcs).reshape(-1)
     faulted = np.flatnonzero(pcs > 2 * staged.halt)
     if faulted.size:
@@ -904,13 +888,15 @@ def _raise_failures(
     overflowed = np.flatnonzero(pcs > staged.halt)
     if overflowed.size:
         block = program.graph.blocks[overflowing_block(int(pcs[overflowed[0]]), staged.halt)]
-        function = machine.overflowing_function(program, block, machine._owners(program))
+        function = overflowing_function(program, block, block_owners(program))
         suggested = None
         advice = f"try a larger max_stack_depth (at least {2 * max_stack_depth})"
         if args is not None:
             host_args = [backend.to_host(a) if not is_pattern_node(a) else a for a in args]
-            rows = np.arange(machine.batch_size_of(program, host_args))
-            suggested, advice = machine._measure_depth(program, host_args, rows, max_stack_depth)
+            rows = np.arange(batch_size_of(program, host_args))
+            suggested, advice = measure_depth(
+                program, host_args, rows, max_stack_depth, NumpyBackend()
+            )
         members = ", ".join(str(int(r)) for r in overflowed[:5])
         members = f" (batch member(s) {members})" if lanes_are_members else ""
         raise StackOverflowError(
@@ -921,7 +907,7 @@ def _raise_failures(
             suggested_depth=suggested,
         )
     if max_steps is not None and (pcs < staged.halt).any():
-        raise machine.step_limit_error(program, pcs, max_steps)
+        raise step_limit_error(program, pcs, max_steps)
 
 
 def _record(prof, program, staged, info, backend) -> None:

@@ -3,13 +3,13 @@
 The programs come from `pcbatch.fuzz` (see its docstring for the subset covered);
 Hypothesis draws every decision, so a failing program shrinks to a small one.
 The draws are derandomized, so CI sees the same programs on every run; long
-random runs are ``benchmarks/fuzz.py``. Besides them, `pcbatch.fuzz_pack` packs
+random runs are ``benchmarks/fuzz.py``. Besides them, `pcbatch.fuzz.pack` packs
 several programs into one module whose batch runs them side by side (divergence
 across programs), and a packed failure is narrowed to one program and shrunk.
 
 JAX and TensorFlow: compiling costs seconds per program even packed (XLA on CPU
 compiles every fused kernel with LLVM), so most of their programs run the same
-staged machine eagerly (`pcbatch.fuzz_eager`: ``jax.disable_jit``, TensorFlow's eager
+staged machine eagerly (`pcbatch.fuzz.eager`: ``jax.disable_jit``, TensorFlow's eager
 functions), which checks the VM's blocks, stacks, item assignments and dispatch op
 by op on that backend's arrays; each eager test checks that the staged machine ran
 once per call. What eager mode cannot test is the compiler, so a smaller compiled
@@ -54,7 +54,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcbatch import fuzz, fuzz_eager, fuzz_pack
+from pcbatch.fuzz import eager as fuzz_eager
+from pcbatch.fuzz import pack as fuzz_pack
+from pcbatch.fuzz import programs as fuzz
 from tests.backends import BACKEND_NAMES, backend
 from tests.tiers import pick
 

@@ -31,7 +31,7 @@ import dataclasses
 
 from pcbatch.ir import printer
 
-__all__ = ["Profile", "Series", "profile"]
+__all__ = ["MAX_SERIES_POINTS", "Profile", "Series", "current", "profile"]
 
 MAX_SERIES_POINTS = 2048
 
@@ -233,9 +233,9 @@ class Profile:
 
     def plot(self, path) -> None:
         """Saves a figure: utilization over VM steps, and lane use per source line."""
-        from pcbatch import profile_plot
+        from pcbatch.profiling import plot  # imports matplotlib: only when asked
 
-        profile_plot.save(self, path)
+        plot.save(self, path)
 
 
 def _row(*, executions, lanes, capacity, seconds, **key) -> dict:

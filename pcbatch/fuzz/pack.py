@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch import fuzz
+from pcbatch.fuzz import programs as fuzz
 
 __all__ = ["Pack", "check", "isolate", "pack", "shrink"]
 
