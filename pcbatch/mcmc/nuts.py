@@ -42,9 +42,29 @@ from typing import Any
 import numpy as np
 
 from pcbatch import callbacks, profiling
-from pcbatch.mcmc import diagnostics, gradients, program, progress, structure, warmup
+from pcbatch.mcmc import (
+    adapted,
+    constrained,
+    diagnostics,
+    gradients,
+    program,
+    progress,
+    structure,
+    transforms,
+)
+from pcbatch.mcmc import warmup as _warmup
+from pcbatch.mcmc.adapted import AdaptedState
 
-__all__ = ["MAX_SUPPORTED_TREE_DEPTH", "KernelResults", "NoUTurnSampler", "NutsResult", "sample"]
+__all__ = [
+    "MAX_SUPPORTED_TREE_DEPTH",
+    "AdaptedState",
+    "KernelResults",
+    "NoUTurnSampler",
+    "NutsResult",
+    "sample",
+    "transforms",
+    "warmup",
+]
 
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
 MAX_SUPPORTED_TREE_DEPTH = 15
@@ -78,6 +98,8 @@ class NutsResult:
     gradient_evaluations: int
     leapfrog_steps: int
     wall_time: float
+    #: the chains where this call left them: ``initial_state`` of a `sample` that continues
+    state: AdaptedState | None = None
 
     @property
     def num_chains(self) -> int:
@@ -152,13 +174,18 @@ def sample(
     *,
     num_samples: int,
     num_warmup: int,
-    step_size: float = 0.1,
+    step_size: float | None = None,
     max_tree_depth: int = 10,
     seed: int,
     backend=None,
     value_and_grad: Callable | None = None,
     data=None,
     data_chain_axis=False,
+    transforms=None,
+    inverse_mass=None,
+    adapt_mass: str = "diagonal",
+    thin: int = 1,
+    jitter: float = 0.0,
     target_accept_prob: float = 0.8,
     first_chain: int = 0,
     first_draw: int = 0,
@@ -171,7 +198,9 @@ def sample(
       target_log_prob_fn: ONE state (``event_shape``, or one chain's structure) -> its
         log density; ``(state, data)`` -> log density when ``data`` is given. On JAX its
         gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
-      initial_state: the chains' starting points: one array ``[num_chains,
+      initial_state: the chains' starting points (or an `AdaptedState`, from `warmup` or
+        a result's ``state``: the chains continue from there without adaptation, with
+        ``num_warmup=0``): one array ``[num_chains,
         *event_shape]``, or a structure of them (a dict, tuple, namedtuple, nested; on
         JAX anything ``jax.tree_util`` flattens), every leaf with the leading chain axis.
         Its array type picks the backend (NumPy, JAX or TensorFlow) unless ``backend``
@@ -191,6 +220,7 @@ def sample(
         program: any values run in the program compiled for the first.
       step_size: the initial step size, a positive finite number (scalar or one per
         chain); with warmup it is only a starting point for Stan's step-size search.
+        None: 0.1, or an `AdaptedState`'s adapted step sizes.
       max_tree_depth: at most ``2**max_tree_depth - 1`` leapfrog steps per draw.
       seed: an integer; a chain's draws depend only on (seed, its chain index, draw).
       value_and_grad: ONE state -> (log density, gradient); ``(state, data)`` with
@@ -204,7 +234,24 @@ def sample(
         of length ``num_chains`` (chain ``c`` sees ``leaf[c]``): False (none: every
         chain sees the same data), True (every leaf), or a leaf name or a list of them
         (names as `NutsResult.names` gives them; a name marks the leaves under it).
-      target_accept_prob: the mean acceptance statistic warmup aims for.
+      transforms: constrained parameters (see `pcbatch.mcmc.transforms`): one transform
+        for a state that is one array, or a dict of leaf names (or name prefixes) to
+        transforms, or a structure like the state's with transforms (None where a leaf
+        is unconstrained). ``initial_state`` is given, and the draws come back, in the
+        constrained space; the sampler moves the unconstrained values and adds each
+        transform's log |det J| to the target. On NumPy ``value_and_grad`` stays a
+        function of the constrained parameters: its gradient is carried to the
+        unconstrained ones by the chain rule (each transform's ``pullback``).
+      inverse_mass: the starting diagonal of the inverse mass matrix over the flattened
+        unconstrained state, ``[size]`` or one per chain ``[chains, size]``; None: ones
+        (or an `AdaptedState`'s adapted one).
+      adapt_mass: "diagonal" (Stan's windows re-estimate the diagonal during warmup) or
+        "off" (warmup adapts the step size only; the inverse mass stays as given).
+      thin: keep every ``thin``-th draw (the first of each ``thin``): ``num_samples``
+        draws are kept out of ``num_samples * thin``.
+      jitter: each chain's unconstrained start moves by uniform noise in ``(-jitter,
+        jitter)`` per coordinate (Stan's random inits use 2), a function of (seed, chain
+        index) only; 0: the start as given.
       first_chain: the chain index of the first chain (to split chains over calls).
       first_draw: the draw counter of the first draw (to continue a run: pass the
         previous call's ``first_draw + num_warmup + num_samples``).
@@ -229,6 +276,11 @@ def sample(
         value_and_grad=value_and_grad,
         data=data,
         data_chain_axis=data_chain_axis,
+        transforms=transforms,
+        inverse_mass=inverse_mass,
+        adapt_mass=adapt_mass,
+        thin=thin,
+        jitter=jitter,
         target_accept_prob=target_accept_prob,
         first_chain=first_chain,
         first_draw=first_draw,
@@ -250,21 +302,45 @@ def _sample(
     value_and_grad,
     data,
     data_chain_axis,
+    transforms=None,
+    inverse_mass=None,
+    adapt_mass="diagonal",
+    thin=1,
+    jitter=0.0,
     target_accept_prob,
     first_chain,
     first_draw,
     schedule,
     progress_bar,
     draws_per_call=None,
+    warmup_only=False,
 ) -> NutsResult:
-    """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`)."""
-    _check_arguments(num_samples, num_warmup, max_tree_depth)
+    """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`);
+    ``warmup_only``: run the warmup and no draw (`warmup`)."""
+    _check_arguments(max(num_samples, int(warmup_only)), num_warmup, max_tree_depth)
     num_samples, num_warmup = int(num_samples), int(num_warmup)
-    layout = None
-    if structure.is_structured(initial_state):
-        initial_state, layout = _flat_state(initial_state, backend)
+    thin, jitter = adapted.check_thin(thin), adapted.check_jitter(jitter)
+    adapt_mass = adapted.check_adapt_mass(adapt_mass)
+    run_draws = num_warmup + num_samples * thin  # this call's, for the progress bar
+    resumed = initial_state if isinstance(initial_state, AdaptedState) else None
+    if resumed is not None:
+        _check_resuming(resumed, num_warmup, transforms, first_chain, first_draw, jitter)
+        constraints, layout = resumed.constraints, resumed.layout
+        initial_state, first_chain = resumed.chain_state.q, resumed.first_chain
     else:
-        initial_state = _float_state(initial_state, backend)
+        constraints = constrained.build(transforms, initial_state)
+        if constraints is not None:
+            initial_state = constraints.unconstrain(initial_state)
+        layout = None
+        if structure.is_structured(initial_state):
+            initial_state, layout = _flat_state(initial_state, backend)
+        else:
+            initial_state = _float_state(initial_state, backend)
+    if constraints is not None:
+        if value_and_grad is not None:
+            value_and_grad = constrained.value_and_grad(value_and_grad, constraints)
+        elif target_log_prob_fn is not None:
+            target_log_prob_fn = constrained.target(target_log_prob_fn, constraints)
     dtype = np.dtype(getattr(initial_state.dtype, "as_numpy_dtype", initial_state.dtype))
     library = _library(initial_state, backend)
     if library == "jax":  # the dtype JAX runs it in (float32 without jax_enable_x64)
@@ -293,11 +369,25 @@ def _sample(
         float(target_accept_prob),
         counts_live,
     )
-    steps = _step_sizes(step_size, dtype, num_chains)
+    size = int(np.prod(event_shape, dtype=np.int64))
+    steps = None if step_size is None else _step_sizes(step_size, dtype, num_chains)
+    inv_mass = None
+    if inverse_mass is not None:
+        inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype)
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
+    start, kept = 0, 0
+    if resumed is not None:
+        state = adapted.start_of(resumed, steps, inv_mass, dtype)
+        # The run goes on: its warmup is over, its draws counted from its first draw.
+        first_draw, start, num_warmup = resumed.first_draw, resumed.draws_done, resumed.num_warmup
+    else:
+        if jitter > 0:
+            q = q + adapted.jitter(num_chains, size, jitter, seed, first_chain, dtype)
+        if steps is None:
+            steps = _step_sizes(0.1, dtype, num_chains)
+        state = _warmup.start_state(q, steps, dtype, inv_mass)
     draws = np.full(num_chains, np.uint32(first_draw))
-    state = warmup.start_state(q, steps, dtype)
     # Returns first: chains unwinding their trees all meet before the next descent.
     options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
@@ -305,29 +395,40 @@ def _sample(
     bar = None
     if show_progress:
         bar = progress.new_bar(
-            num_chains * (num_warmup + num_samples),
+            num_chains * run_draws,
             description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
         )
     calls = []
-    start, kept, total = 0, 0, num_warmup + num_samples
+    num_draws = num_samples * thin
+    # The initial step-size search draws its random numbers at the warmup's end (past
+    # every window's search), whatever the number of draws: so a run continued by
+    # another call draws what one longer run draws.
+    search_draw = num_warmup
     clock = time.perf_counter()
     with profiling.profile() as prof, progress.showing(bar):
-        while kept < num_samples:  # the first call runs the warmup too
-            count = min(capacity, num_samples - kept)
+        # The first call runs the warmup too (and is the only one, for `warmup`).
+        while kept < num_draws or start < num_warmup:
+            count = min(capacity, num_draws - kept)
             stop = max(start, num_warmup) + count
-            plan = warmup.plan(start, stop, num_warmup, total)
+            plan = _warmup.plan(start, stop, num_warmup, search_draw, adapt_mass != "off")
             *outputs, packed = run_chain(
                 *state, data_leaves, seeds, chains, draws, plan, **options
             )
-            state = warmup.unpack(packed, event_shape, _reshape_for(packed))
-            calls.append((count, outputs))
+            state = _warmup.unpack(packed, event_shape, _reshape_for(packed))
+            calls.append((count, (-kept) % thin, outputs))
             start, kept = stop, kept + count
     wall = time.perf_counter() - clock
-    samples, leapfrogs, depths, divergent, accept, step_sizes = _joined(calls)
+    resume = AdaptedState(
+        state, layout, constraints, seed, first_chain, first_draw, start, num_warmup,
+        reshape=_reshape_for(state.q),
+    )  # fmt: skip
+    samples, leapfrogs, depths, divergent, accept, step_sizes = _joined(calls, thin)
     host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
     samples = _swap_chains(samples)
     if layout is not None:
         samples = layout.unflatten(samples, reshape=_reshape_for(samples))
+    if constraints is not None:
+        samples = constraints.constrain(samples)
     return NutsResult(
         samples=samples,
         num_leapfrogs=host(leapfrogs),
@@ -339,7 +440,73 @@ def _sample(
         gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
         leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
+        state=resume,
     )
+
+
+def warmup(
+    target_log_prob_fn: Callable[[Any], Any] | None,
+    initial_state: Any,
+    *,
+    num_warmup: int,
+    seed: int,
+    **options,
+) -> AdaptedState:
+    """Runs only the warmup: the chains' `AdaptedState` (positions, step sizes, inverse
+    mass, draw counter), which `sample` continues without adaptation
+    (``sample(target, state, num_samples=..., num_warmup=0, seed=seed)``: the same draws
+    as one ``sample`` with ``num_warmup``). ``options`` are `sample`'s (``data``,
+    ``transforms``, ``inverse_mass``, ``adapt_mass``, ``jitter``, ``step_size``, ...)."""
+    if int(num_warmup) < 1:
+        raise ValueError(f"nuts.warmup: num_warmup must be at least 1, got {num_warmup}")
+    for name in ("num_samples", "thin"):
+        if name in options:
+            raise TypeError(f"nuts.warmup draws no samples: {name}= belongs to nuts.sample")
+    arguments = dict(
+        step_size=None, max_tree_depth=10, backend=None, value_and_grad=None, data=None,
+        data_chain_axis=False, target_accept_prob=0.8, first_chain=0, first_draw=0,
+        schedule="returns_first", progress_bar=None,
+    )  # fmt: skip
+    unknown = set(options) - set(arguments) - {
+        "transforms", "inverse_mass", "adapt_mass", "jitter"
+    }
+    if unknown:
+        raise TypeError(f"nuts.warmup got unexpected keyword arguments {sorted(unknown)}")
+    arguments.update(options)
+    result = _sample(
+        target_log_prob_fn,
+        initial_state,
+        num_samples=0,
+        num_warmup=num_warmup,
+        seed=seed,
+        warmup_only=True,
+        **arguments,
+    )
+    return result.state
+
+
+def _check_resuming(state, num_warmup, transforms, first_chain, first_draw, jitter) -> None:
+    """An `AdaptedState` continues as it is: nothing may ask to adapt or start anew."""
+    if num_warmup != 0:
+        raise ValueError(
+            "nuts.sample: initial_state is an AdaptedState, whose chains continue without "
+            f"adaptation: pass num_warmup=0 (got {num_warmup})"
+        )
+    if transforms is not None and (
+        state.constraints is None or constrained.build(transforms, state.position)
+        != state.constraints
+    ):
+        raise ValueError(
+            "nuts.sample: initial_state is an AdaptedState, which keeps the transforms it "
+            "was sampled with; leave transforms= out"
+        )
+    if first_chain != 0 or first_draw != 0:
+        raise ValueError(
+            "nuts.sample: initial_state is an AdaptedState, which knows its chain indices "
+            "and draw counter; leave first_chain= and first_draw= out"
+        )
+    if jitter:
+        raise ValueError("nuts.sample: jitter= moves a new start; an AdaptedState continues")
 
 
 def _draws_per_call(num_chains: int, event_shape: tuple, dtype) -> int:
@@ -351,12 +518,12 @@ def _draws_per_call(num_chains: int, event_shape: tuple, dtype) -> int:
     return int(np.clip(2 ** int(np.log2(fits)), MIN_DRAWS_PER_CALL, MAX_DRAWS_PER_CALL))
 
 
-def _joined(calls: list) -> list:
+def _joined(calls: list, thin: int = 1) -> list:
     """Each output of the calls (``[chains, buffer, ...]``) cut to the draws each call
-    kept and joined along the draw axis."""
+    kept (every ``thin``-th, from its ``phase``) and joined along the draw axis."""
     joined = []
-    for k in range(len(calls[0][1])):
-        parts = [outputs[k][:, :count] for count, outputs in calls]
+    for k in range(len(calls[0][2])):
+        parts = [outputs[k][:, phase:count:thin] for count, phase, outputs in calls]
         joined.append(parts[0] if len(parts) == 1 else _concatenate(parts, axis=1))
     return joined
 

@@ -76,7 +76,7 @@ def build(
         if plan[warmup.START] == 0:
             logp, grad = value_and_grad(q, data)
             if plan[warmup.NUM_WARMUP] > 0:
-                # The search's random numbers lie past the run's last draw.
+                # The search's random numbers lie past the warmup's window searches.
                 search_draw = first_draw + plan[warmup.TOTAL]
                 step = find_step_size(q, data, logp, grad, step, inv_mass, seed, chain, search_draw)
                 averaging = warmup.dual_averaging_start(step)

@@ -34,7 +34,8 @@ ChainState = collections.namedtuple(
 
 #: The program's run-time plan is one int32 vector: the call's first draw and the draw
 #: it stops before (counted from the run's first, warmup included), the warmup's length,
-#: its slow window, the run's total draws, and the mass-matrix windows' last draws
+#: its slow window, the draw whose stream the initial step-size search uses (``TOTAL``:
+#: the warmup's length, past its windows' searches), and the mass-matrix windows' last draws
 #: (padded with -1 to `MAX_WINDOWS`). Its entries, by index:
 START, STOP, NUM_WARMUP, SLOW_START, SLOW_END, TOTAL, WINDOW_ENDS = range(7)
 
@@ -71,20 +72,22 @@ def schedule(num_warmup: int, init_buffer=75, term_buffer=50, base_window=25) ->
     return Schedule(init_buffer, slow_end, tuple(ends))
 
 
-def plan(start: int, stop: int, num_warmup: int, total: int) -> np.ndarray:
+def plan(start: int, stop: int, num_warmup: int, total: int, adapt_mass: bool = True) -> np.ndarray:
     """The program's plan (see `START`) for draws ``start`` to ``stop - 1`` of a run of
-    ``total`` draws, ``num_warmup`` of them warmup: one vector shared by every chain (a
-    leading axis of size 1), so that any lengths run in the same compiled program."""
-    windows = schedule(num_warmup)
+    ``total`` draws (`TOTAL`), ``num_warmup`` of them warmup: one vector shared by every chain (a
+    leading axis of size 1), so that any lengths run in the same compiled program.
+    Without ``adapt_mass`` the plan has no mass-matrix window: warmup adapts the step
+    size only, and the inverse mass stays as it started."""
+    windows = schedule(num_warmup) if adapt_mass else Schedule(0, 0, ())
     head = [start, stop, num_warmup, windows.slow_start, windows.slow_end, total]
     ends = list(windows.window_ends) + [-1] * (MAX_WINDOWS - len(windows.window_ends))
     return np.array([head + ends], np.int32)
 
 
-def start_state(q, step_size, dtype) -> ChainState:
+def start_state(q, step_size, dtype, inv_mass=None) -> ChainState:
     """The chains' state before their first draw (``q``: ``[chains, size]``, of the
     backend's array type): the program computes the log density and gradient, and the
-    adaptation starts from these values."""
+    adaptation starts from these values (``inv_mass``: ``[chains, size]``, None: ones)."""
     chains, size = int(q.shape[0]), tuple(int(d) for d in q.shape[1:])
     zeros = np.zeros(chains, dtype)
     vector = np.zeros((chains, *size), dtype)
@@ -93,7 +96,7 @@ def start_state(q, step_size, dtype) -> ChainState:
         zeros,
         vector,
         np.asarray(step_size, dtype),
-        np.ones((chains, *size), dtype),
+        np.ones((chains, *size), dtype) if inv_mass is None else np.asarray(inv_mass, dtype),
         DualAveraging(zeros, zeros, zeros, zeros, zeros),
         Moments(vector, vector, zeros),
     )
