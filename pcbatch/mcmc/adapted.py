@@ -57,8 +57,14 @@ class AdaptedState:
         return np.asarray(self.chain_state.step)
 
     @property
+    def dense(self) -> bool:
+        """Whether the metric is dense (see `pcbatch.mcmc.metric`)."""
+        return len(self.chain_state.inv_mass.shape) == len(self.chain_state.q.shape) + 2
+
+    @property
     def inverse_mass(self) -> np.ndarray:
-        return np.asarray(self.chain_state.inv_mass)
+        """``[chains, size]``, or ``[chains, size, size]`` for a dense metric."""
+        return user_inverse_mass(self.chain_state.inv_mass, self.dense)
 
     @property
     def position(self) -> Any:
@@ -111,7 +117,7 @@ def check_jitter(amount) -> float:
     return value
 
 
-ADAPT_MASS = ("diagonal", "off")
+ADAPT_MASS = ("diagonal", "dense", "off")
 
 
 def check_adapt_mass(adapt_mass) -> str:
@@ -123,25 +129,56 @@ def check_adapt_mass(adapt_mass) -> str:
     return adapt_mass
 
 
-def inverse_mass_input(inverse_mass, num_chains: int, size: int, dtype) -> np.ndarray:
-    """``inverse_mass=`` as ``[chains, size]``: a diagonal shared by all chains (``[size]``)
-    or one per chain (``[chains, size]``); positive and finite."""
+def is_dense_input(inverse_mass, num_chains: int, size: int, adapt_mass: str) -> bool:
+    """Whether ``inverse_mass=`` is a dense matrix: ``[chains, size, size]``, or ``[size,
+    size]`` (read as per-chain diagonals when that is also ``[chains, size]``, unless
+    ``adapt_mass="dense"``)."""
+    shape = np.shape(inverse_mass)
+    if len(shape) == 3:
+        return True
+    square = shape == (size, size) and size > 1
+    return square and (num_chains != size or adapt_mass == "dense")
+
+
+def inverse_mass_input(inverse_mass, num_chains: int, size: int, dtype, dense: bool):
+    """``inverse_mass=`` in the program's form: ``[chains, size]`` from a diagonal shared
+    by all chains (``[size]``) or one per chain (``[chains, size]``), positive and finite;
+    with ``dense``, `metric`'s ``[chains, 2, size, size]`` from a symmetric positive
+    definite ``[size, size]`` or ``[chains, size, size]``."""
     values = np.asarray(inverse_mass)
-    if values.dtype.kind not in "iuf" or values.shape not in ((size,), (num_chains, size)):
+    allowed = ((size, size), (num_chains, size, size)) if dense else ((size,), (num_chains, size))
+    if values.dtype.kind not in "iuf" or values.shape not in allowed:
         raise ValueError(
             f"nuts.sample: inverse_mass must be the diagonal of the inverse mass matrix over "
             f"the flattened (unconstrained) state: shape ({size},), or ({num_chains}, {size}) "
-            f"for one per chain; got {values.dtype} of shape {values.shape}"
+            f"for one per chain; or a dense one, ({size}, {size}) or ({num_chains}, {size}, "
+            f"{size}); got {values.dtype} of shape {values.shape}"
         )
-    if not np.all(np.isfinite(values) & (values > 0)):
-        raise ValueError("nuts.sample: inverse_mass must be positive and finite")
-    return np.broadcast_to(values, (num_chains, size)).astype(dtype)
+    if not dense:
+        if not np.all(np.isfinite(values) & (values > 0)):
+            raise ValueError("nuts.sample: inverse_mass must be positive and finite")
+        return np.broadcast_to(values, (num_chains, size)).astype(dtype)
+    matrices = np.broadcast_to(values, (num_chains, size, size)).astype(np.float64)
+    if not (np.all(np.isfinite(matrices)) and np.allclose(matrices, np.swapaxes(matrices, 1, 2))):
+        raise ValueError("nuts.sample: a dense inverse_mass must be finite and symmetric")
+    try:
+        lower = np.linalg.cholesky(matrices)
+    except np.linalg.LinAlgError:
+        raise ValueError("nuts.sample: a dense inverse_mass must be positive definite") from None
+    inverse = np.linalg.inv(lower)
+    return np.stack([matrices, inverse], axis=1).astype(dtype)
 
 
 def check_thin(thin) -> int:
     if isinstance(thin, bool) or not isinstance(thin, (int, np.integer)) or thin < 1:
         raise ValueError(f"nuts.sample: thin must be an integer >= 1, got {thin!r}")
     return int(thin)
+
+
+def user_inverse_mass(inv_mass, dense: bool) -> np.ndarray:
+    """The program's inverse mass as users see it (a dense metric's matrix ``C``)."""
+    values = np.asarray(inv_mass)
+    return values[:, 0] if dense else values
 
 
 def start_of(state: AdaptedState, step_size, inverse_mass, dtype) -> warmup.ChainState:

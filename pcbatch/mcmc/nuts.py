@@ -336,6 +336,14 @@ def _sample(
             initial_state, layout = _flat_state(initial_state, backend)
         else:
             initial_state = _float_state(initial_state, backend)
+    dense = resumed.dense if resumed is not None else _wants_dense(
+        initial_state, layout, inverse_mass, adapt_mass
+    )
+    if dense and layout is None and len(initial_state.shape) != 2:
+        # A dense metric works on one vector per chain: a state of any other shape goes
+        # flat, as a structure with one leaf.
+        layout = structure.Layout(structure.Node("leaf"), (tuple(initial_state.shape[1:]),))
+        initial_state = _reshape_for(initial_state)(initial_state, (initial_state.shape[0], -1))
     if constraints is not None:
         if value_and_grad is not None:
             value_and_grad = constrained.value_and_grad(value_and_grad, constraints)
@@ -373,7 +381,7 @@ def _sample(
     steps = None if step_size is None else _step_sizes(step_size, dtype, num_chains)
     inv_mass = None
     if inverse_mass is not None:
-        inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype)
+        inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, dense)
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
     start, kept = 0, 0
@@ -386,7 +394,7 @@ def _sample(
             q = q + adapted.jitter(num_chains, size, jitter, seed, first_chain, dtype)
         if steps is None:
             steps = _step_sizes(0.1, dtype, num_chains)
-        state = _warmup.start_state(q, steps, dtype, inv_mass)
+        state = _warmup.start_state(q, steps, dtype, inv_mass, dense)
     draws = np.full(num_chains, np.uint32(first_draw))
     # Returns first: chains unwinding their trees all meet before the next descent.
     options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
@@ -414,7 +422,7 @@ def _sample(
             *outputs, packed = run_chain(
                 *state, data_leaves, seeds, chains, draws, plan, **options
             )
-            state = _warmup.unpack(packed, event_shape, _reshape_for(packed))
+            state = _warmup.unpack(packed, event_shape, _reshape_for(packed), dense)
             calls.append((count, (-kept) % thin, outputs))
             start, kept = stop, kept + count
     wall = time.perf_counter() - clock
@@ -436,7 +444,7 @@ def _sample(
         diverging=host(divergent),
         accept_prob=host(accept),
         step_size=host(step_sizes),
-        inverse_mass=np.asarray(state.inv_mass),
+        inverse_mass=adapted.user_inverse_mass(state.inv_mass, dense),
         gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
         leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
@@ -483,6 +491,21 @@ def warmup(
         **arguments,
     )
     return result.state
+
+
+def _wants_dense(state, layout, inverse_mass, adapt_mass: str) -> bool:
+    """Whether the metric is dense: ``adapt_mass="dense"``, or a dense ``inverse_mass``."""
+    num_chains = int(state.shape[0])
+    size = int(np.prod(tuple(state.shape[1:]), dtype=np.int64))
+    given = inverse_mass is not None and adapted.is_dense_input(
+        inverse_mass, num_chains, size, adapt_mass
+    )
+    if given and adapt_mass == "diagonal":
+        raise ValueError(
+            "nuts.sample: inverse_mass is a dense matrix, but adapt_mass='diagonal' would "
+            "replace it by a diagonal; pass adapt_mass='dense' or 'off'"
+        )
+    return adapt_mass == "dense" or given
 
 
 def _check_resuming(state, num_warmup, transforms, first_chain, first_draw, jitter) -> None:
