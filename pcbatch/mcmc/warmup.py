@@ -97,7 +97,7 @@ def start_state(q, step_size, dtype, inv_mass=None, dense=False) -> ChainState:
     vector = np.zeros((chains, *size), dtype)
     if inv_mass is None:
         eye = np.eye(int(np.prod(size, dtype=np.int64)), dtype=dtype)
-        inv_mass = np.broadcast_to(eye, (chains, 2, *eye.shape)) if dense else vector + 1.0
+        inv_mass = np.tile(eye, (chains, 2, 1, 1)) if dense else vector + 1.0
     m2 = np.zeros((chains, *size, *size), dtype) if dense else vector
     return ChainState(
         q,
