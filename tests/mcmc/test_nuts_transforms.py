@@ -15,7 +15,7 @@ import pytest
 
 from pcbatch.mcmc import constrained, diagnostics, nuts
 from pcbatch.mcmc import transforms as T
-from tests import backends
+from tests import backends, tiers
 from tests.mcmc import constrained_target as model
 
 Z = 5.0
@@ -213,3 +213,34 @@ def test_a_custom_transform_on_numpy_needs_its_pullback():
     with pytest.raises(TypeError, match="needs pullback="):
         model.run("numpy", transforms={**model.TRANSFORMS, "sigma": custom}, num_samples=2,
                   num_warmup=0)  # fmt: skip
+
+
+def _three_constraints(params):
+    """Beta(2, 5) on (0, 1); three N(0, 1) in increasing order (their order statistics);
+    an LKJ(1) correlation matrix of size 3 by its Cholesky factor (density L[1, 1])."""
+    r, o, lower = params["r"], params["o"], params["L"]
+    logp = np.log(r) + 4.0 * np.log1p(-r) - 0.5 * np.sum(o * o) + np.log(lower[1, 1])
+    grad_lower = np.zeros((3, 3)) + np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    grad = {"r": 1.0 / r - 4.0 / (1.0 - r), "o": -o, "L": grad_lower / lower[1, 1]}
+    return logp, grad
+
+
+@tiers.slow  # about 40 s of CPU on NumPy
+def test_interval_ordered_and_cholesky_leaves_sample_their_known_moments():
+    chains = 4
+    start = {"r": np.full(chains, 0.5), "o": np.tile([-1.0, 0.0, 1.0], (chains, 1)),
+             "L": np.tile(np.eye(3), (chains, 1, 1))}  # fmt: skip
+    transforms = {"r": T.interval(0.0, 1.0), "o": T.ordered(), "L": T.cholesky_corr()}
+    result = nuts.sample(None, start, value_and_grad=_three_constraints, transforms=transforms,
+                         num_samples=300, num_warmup=300, seed=7, progress_bar=False)  # fmt: skip
+    r, o, lower = result.samples["r"], result.samples["o"], result.samples["L"]
+    _assert_moments(r, 2.0 / 7.0, np.sqrt(10.0 / (49.0 * 8.0)), "beta")
+    # Order statistics of three standard normals: means -+3 / (2 sqrt(pi)), 0.
+    top = 3.0 / (2.0 * np.sqrt(np.pi))
+    _assert_moments(o, np.array([-top, 0.0, top]), np.sqrt([0.5595, 0.4487, 0.5595]), "ordered")
+    correlation = np.einsum("...ik,...jk->...ij", lower, lower)
+    np.testing.assert_allclose(np.diagonal(correlation, axis1=-2, axis2=-1), 1.0)
+    # LKJ(1) in 3 dimensions: each correlation is 2 Beta(3/2, 3/2) - 1, sd 1/2.
+    off = correlation[..., [1, 2, 2], [0, 0, 1]]
+    _assert_moments(off, np.zeros(3), np.full(3, 0.5), "LKJ")
+    assert not result.diverging.any()
