@@ -157,8 +157,8 @@ def test_a_single_array_state_may_be_constrained_and_change_its_size():
 
     start = np.random.RandomState(0).dirichlet(model.ALPHA, size=model.CHAINS)
     result = nuts.sample(None, start, value_and_grad=value_and_grad, transforms=T.simplex(),
-                         num_samples=200, num_warmup=200, seed=1, progress_bar=False)  # fmt: skip
-    assert result.samples.shape == (200, model.CHAINS, 3)
+                         num_samples=150, num_warmup=100, seed=1, progress_bar=False)  # fmt: skip
+    assert result.samples.shape == (150, model.CHAINS, 3)
     assert result.inverse_mass.shape == (model.CHAINS, 2)
     _assert_moments(result.samples, model.W_MEAN, model.W_SD, "w")
 
