@@ -29,6 +29,12 @@ of arrays with a leading chain axis, and the log density may take data::
 
 New data of the same shapes and dtypes, and any ``num_samples`` or ``num_warmup``,
 run in the program already compiled.
+
+Constrained leaves take a transform (`pcbatch.mcmc.transforms`, applied by
+`pcbatch.mcmc.constrained`): ``sample(..., transforms={"sigma": transforms.positive()})``.
+`warmup` runs only the warmup and returns an `AdaptedState` that `sample` continues
+(`pcbatch.mcmc.adapted`); ``adapt_mass="dense"`` adapts a dense mass matrix
+(`pcbatch.mcmc.metric`).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Step size: dual averaging (Hoffman & Gelman 2014, section 3.2.1) toward a target
 acceptance statistic, restarted at every mass-matrix update. Mass matrix:
 diagonal, the regularized variance of the draws in each slow window (Welford's
-running moments). Windows follow Stan's defaults: a fast initial buffer (75
-draws), slow windows doubling from 25, a fast terminal buffer (50), shrunk
-proportionally (15% / 75% / 10%) when warmup is too short for them.
+running moments), or dense, their regularized covariance (`pcbatch.mcmc.metric`).
+Windows follow Stan's defaults: a fast initial buffer (75 draws), slow windows
+doubling from 25, a fast terminal buffer (50), shrunk proportionally (15% / 75% /
+10%) when warmup is too short for them.
 
 The per-chain helpers are written for one chain, with no Python control flow
 on values, so pcbatch runs them as batched primitives.
@@ -157,11 +158,6 @@ def dual_averaging_update(state, accept_prob, target):
     decay = count**-_KAPPA
     log_step_avg = decay * log_step + (1.0 - decay) * state.log_step_avg
     return DualAveraging(log_step, log_step_avg, error_avg, state.anchor, count)
-
-
-def moments_start(position):
-    zero = position * 0.0
-    return Moments(zero, zero, np.sum(zero))
 
 
 def moments_reset(state):
