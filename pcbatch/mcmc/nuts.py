@@ -29,6 +29,12 @@ of arrays with a leading chain axis, and the log density may take data::
 
 New data of the same shapes and dtypes, and any ``num_samples`` or ``num_warmup``,
 run in the program already compiled.
+
+Constrained leaves take a transform (`pcbatch.mcmc.transforms`, applied by
+`pcbatch.mcmc.constrained`): ``sample(..., transforms={"sigma": transforms.positive()})``.
+`warmup` runs only the warmup and returns an `AdaptedState` that `sample` continues
+(`pcbatch.mcmc.adapted`); ``adapt_mass="dense"`` adapts a dense mass matrix
+(`pcbatch.mcmc.metric`).
 """
 
 from __future__ import annotations
@@ -43,22 +49,29 @@ import numpy as np
 
 from pcbatch import callbacks, profiling
 from pcbatch.mcmc import (
+    adapted,
     arviz_data,
+    constrained,
     diagnostics,
     gradients,
     program,
     progress,
     structure,
-    warmup,
+    transforms,
 )
+from pcbatch.mcmc import warmup as _warmup
+from pcbatch.mcmc.adapted import AdaptedState
 
 __all__ = [
     "MAX_SUPPORTED_TREE_DEPTH",
+    "AdaptedState",
     "Draws",
     "KernelResults",
     "NoUTurnSampler",
     "NutsResult",
     "sample",
+    "transforms",
+    "warmup",
 ]
 
 #: the deepest tree allowed: 2**15 leapfrog steps per draw
@@ -132,6 +145,8 @@ class NutsResult(Draws):
     leapfrog_steps: int
     wall_time: float
     warmup_draws: Draws | None = None
+    #: the chains where this call left them: ``initial_state`` of a `sample` that continues
+    state: AdaptedState | None = None
 
     @property
     def num_chains(self) -> int:
@@ -193,13 +208,18 @@ def sample(
     *,
     num_samples: int,
     num_warmup: int,
-    step_size: float = 0.1,
+    step_size: float | None = None,
     max_tree_depth: int = 10,
     seed: int,
     backend=None,
     value_and_grad: Callable | None = None,
     data=None,
     data_chain_axis=False,
+    transforms=None,
+    inverse_mass=None,
+    adapt_mass: str = "diagonal",
+    thin: int = 1,
+    jitter: float = 0.0,
     target_accept_prob: float = 0.8,
     first_chain: int = 0,
     first_draw: int = 0,
@@ -213,7 +233,9 @@ def sample(
       target_log_prob_fn: ONE state (``event_shape``, or one chain's structure) -> its
         log density; ``(state, data)`` -> log density when ``data`` is given. On JAX its
         gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
-      initial_state: the chains' starting points: one array ``[num_chains,
+      initial_state: the chains' starting points (or an `AdaptedState`, from `warmup` or
+        a result's ``state``: the chains continue from there without adaptation, with
+        ``num_warmup=0``): one array ``[num_chains,
         *event_shape]``, or a structure of them (a dict, tuple, namedtuple, nested; on
         JAX anything ``jax.tree_util`` flattens), every leaf with the leading chain axis.
         Its array type picks the backend (NumPy, JAX or TensorFlow) unless ``backend``
@@ -233,6 +255,7 @@ def sample(
         program: any values run in the program compiled for the first.
       step_size: the initial step size, a positive finite number (scalar or one per
         chain); with warmup it is only a starting point for Stan's step-size search.
+        None: 0.1, or an `AdaptedState`'s adapted step sizes.
       max_tree_depth: at most ``2**max_tree_depth - 1`` leapfrog steps per draw.
       seed: an integer; a chain's draws depend only on (seed, its chain index, draw).
       value_and_grad: ONE state -> (log density, gradient); ``(state, data)`` with
@@ -246,7 +269,24 @@ def sample(
         of length ``num_chains`` (chain ``c`` sees ``leaf[c]``): False (none: every
         chain sees the same data), True (every leaf), or a leaf name or a list of them
         (names as `NutsResult.names` gives them; a name marks the leaves under it).
-      target_accept_prob: the mean acceptance statistic warmup aims for.
+      transforms: constrained parameters (see `pcbatch.mcmc.transforms`): one transform
+        for a state that is one array, or a dict of leaf names (or name prefixes) to
+        transforms, or a structure like the state's with transforms (None where a leaf
+        is unconstrained). ``initial_state`` is given, and the draws come back, in the
+        constrained space; the sampler moves the unconstrained values and adds each
+        transform's log |det J| to the target. On NumPy ``value_and_grad`` stays a
+        function of the constrained parameters: its gradient is carried to the
+        unconstrained ones by the chain rule (each transform's ``pullback``).
+      inverse_mass: the starting diagonal of the inverse mass matrix over the flattened
+        unconstrained state, ``[size]`` or one per chain ``[chains, size]``; None: ones
+        (or an `AdaptedState`'s adapted one).
+      adapt_mass: "diagonal" (Stan's windows re-estimate the diagonal during warmup) or
+        "off" (warmup adapts the step size only; the inverse mass stays as given).
+      thin: keep every ``thin``-th draw (the first of each ``thin``): ``num_samples``
+        draws are kept out of ``num_samples * thin``.
+      jitter: each chain's unconstrained start moves by uniform noise in ``(-jitter,
+        jitter)`` per coordinate (Stan's random inits use 2), a function of (seed, chain
+        index) only; 0: the start as given.
       first_chain: the chain index of the first chain (to split chains over calls).
       first_draw: the draw counter of the first draw (to continue a run: pass the
         previous call's ``first_draw + num_warmup + num_samples``).
@@ -274,6 +314,11 @@ def sample(
         value_and_grad=value_and_grad,
         data=data,
         data_chain_axis=data_chain_axis,
+        transforms=transforms,
+        inverse_mass=inverse_mass,
+        adapt_mass=adapt_mass,
+        thin=thin,
+        jitter=jitter,
         target_accept_prob=target_accept_prob,
         first_chain=first_chain,
         first_draw=first_draw,
@@ -296,6 +341,11 @@ def _sample(
     value_and_grad,
     data,
     data_chain_axis,
+    transforms=None,
+    inverse_mass=None,
+    adapt_mass="diagonal",
+    thin=1,
+    jitter=0.0,
     target_accept_prob,
     first_chain,
     first_draw,
@@ -303,15 +353,42 @@ def _sample(
     progress_bar,
     save_warmup=False,
     draws_per_call=None,
+    warmup_only=False,
 ) -> NutsResult:
-    """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`)."""
-    _check_arguments(num_samples, num_warmup, max_tree_depth)
+    """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`);
+    ``warmup_only``: run the warmup and no draw (`warmup`)."""
+    _check_arguments(max(num_samples, int(warmup_only)), num_warmup, max_tree_depth)
     num_samples, num_warmup = int(num_samples), int(num_warmup)
-    layout = None
-    if structure.is_structured(initial_state):
-        initial_state, layout = _flat_state(initial_state, backend)
+    thin, jitter = adapted.check_thin(thin), adapted.check_jitter(jitter)
+    adapt_mass = adapted.check_adapt_mass(adapt_mass)
+    run_draws = num_warmup + num_samples * thin  # this call's, for the progress bar
+    resumed = initial_state if isinstance(initial_state, AdaptedState) else None
+    if resumed is not None:
+        _check_resuming(resumed, num_warmup, transforms, first_chain, first_draw, jitter)
+        constraints, layout = resumed.constraints, resumed.layout
+        initial_state, first_chain = resumed.chain_state.q, resumed.first_chain
     else:
-        initial_state = _float_state(initial_state, backend)
+        constraints = constrained.build(transforms, initial_state)
+        if constraints is not None:
+            initial_state = constraints.unconstrain(initial_state)
+        layout = None
+        if structure.is_structured(initial_state):
+            initial_state, layout = _flat_state(initial_state, backend)
+        else:
+            initial_state = _float_state(initial_state, backend)
+    dense = resumed.dense if resumed is not None else _wants_dense(
+        initial_state, layout, inverse_mass, adapt_mass
+    )
+    if dense and layout is None and len(initial_state.shape) != 2:
+        # A dense metric works on one vector per chain: a state of any other shape goes
+        # flat, as a structure with one leaf.
+        layout = structure.Layout(structure.Node("leaf"), (tuple(initial_state.shape[1:]),))
+        initial_state = _reshape_for(initial_state)(initial_state, (initial_state.shape[0], -1))
+    if constraints is not None:
+        if value_and_grad is not None:
+            value_and_grad = constrained.value_and_grad(value_and_grad, constraints)
+        elif target_log_prob_fn is not None:
+            target_log_prob_fn = constrained.target(target_log_prob_fn, constraints)
     dtype = np.dtype(getattr(initial_state.dtype, "as_numpy_dtype", initial_state.dtype))
     library = _library(initial_state, backend)
     if library == "jax":  # the dtype JAX runs it in (float32 without jax_enable_x64)
@@ -340,11 +417,25 @@ def _sample(
         float(target_accept_prob),
         counts_live,
     )
-    steps = _step_sizes(step_size, dtype, num_chains)
+    size = int(np.prod(event_shape, dtype=np.int64))
+    steps = None if step_size is None else _step_sizes(step_size, dtype, num_chains)
+    inv_mass = None
+    if inverse_mass is not None:
+        inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, dense)
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
     seeds = np.full(num_chains, np.uint32(seed % 2**32))
+    start, kept = 0, 0
+    if resumed is not None:
+        state = adapted.start_of(resumed, steps, inv_mass, dtype)
+        # The run goes on: its warmup is over, its draws counted from its first draw.
+        first_draw, start, num_warmup = resumed.first_draw, resumed.draws_done, resumed.num_warmup
+    else:
+        if jitter > 0:
+            q = q + adapted.jitter(num_chains, size, jitter, seed, first_chain, dtype)
+        if steps is None:
+            steps = _step_sizes(0.1, dtype, num_chains)
+        state = _warmup.start_state(q, steps, dtype, inv_mass, dense)
     draws = np.full(num_chains, np.uint32(first_draw))
-    state = warmup.start_state(q, steps, dtype)
     # Returns first: chains unwinding their trees all meet before the next descent.
     options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
@@ -352,40 +443,55 @@ def _sample(
     bar = None
     if show_progress:
         bar = progress.new_bar(
-            num_chains * (num_warmup + num_samples),
+            num_chains * run_draws,
             description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
         )
     calls = []
-    start, kept, total = 0, 0, num_warmup + num_samples
-    # Without the warmup's draws the first call runs the whole warmup too.
-    keep_from = 0 if save_warmup else num_warmup
+    num_draws = num_samples * thin
+    # The warmup draws this call runs (none when it continues a run), and of them those
+    # the draw buffer keeps: with ``save_warmup`` the warmup runs through the buffer.
+    saved = max(num_warmup - start, 0) if save_warmup else 0
+    keep_from, buffered = num_warmup - saved, saved + num_draws
+    # The initial step-size search draws its random numbers at the warmup's end (past
+    # every window's search), whatever the number of draws: so a run continued by
+    # another call draws what one longer run draws.
+    search_draw = num_warmup
     clock = time.perf_counter()
     with profiling.profile() as prof, progress.showing(bar):
-        while kept < total - keep_from:
-            count = min(capacity, total - keep_from - kept)
+        # The first call runs the warmup too (and is the only one, for `warmup`).
+        while kept < buffered or start < num_warmup:
+            count = min(capacity, buffered - kept)
             stop = max(start, keep_from) + count
-            plan = warmup.plan(start, stop, num_warmup, total, keep_from)
+            plan = _warmup.plan(
+                start, stop, num_warmup, search_draw, keep_from, adapt_mass != "off"
+            )
             *outputs, packed = run_chain(
                 *state, data_leaves, seeds, chains, draws, plan, **options
             )
-            state = warmup.unpack(packed, event_shape, _reshape_for(packed))
+            state = _warmup.unpack(packed, event_shape, _reshape_for(packed), dense)
             calls.append((count, outputs))
             start, kept = stop, kept + count
     wall = time.perf_counter() - clock
+    resume = AdaptedState(
+        state, layout, constraints, seed, first_chain, first_draw, start, num_warmup,
+        reshape=_reshape_for(state.q),
+    )  # fmt: skip
     outputs = _joined(calls)
-    kept_draws = _draws(outputs, slice(num_warmup if save_warmup else 0, None), layout)
+    kept_draws = _draws(outputs, slice(saved, None, thin), layout, constraints)
     return NutsResult(
         **{field.name: getattr(kept_draws, field.name) for field in dataclasses.fields(Draws)},
-        inverse_mass=np.asarray(state.inv_mass),
+        inverse_mass=adapted.user_inverse_mass(state.inv_mass, dense),
         gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
         leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
-        warmup_draws=_draws(outputs, slice(0, num_warmup), layout) if save_warmup else None,
+        warmup_draws=_draws(outputs, slice(0, saved), layout, constraints) if saved else None,
+        state=resume,
     )
 
 
-def _draws(outputs: list, rows: slice, layout) -> Draws:
-    """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``."""
+def _draws(outputs: list, rows: slice, layout, constraints) -> Draws:
+    """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``,
+    the samples in the user's structure and constrained space."""
     samples, leapfrogs, depths, divergent, accept, step_sizes, energies = (
         output[:, rows] for output in outputs
     )
@@ -393,6 +499,8 @@ def _draws(outputs: list, rows: slice, layout) -> Draws:
     samples = _swap_chains(samples)
     if layout is not None:
         samples = layout.unflatten(samples, reshape=_reshape_for(samples))
+    if constraints is not None:
+        samples = constraints.constrain(samples)
     energies = host(energies)
     return Draws(
         samples=samples,
@@ -403,6 +511,86 @@ def _draws(outputs: list, rows: slice, layout) -> Draws:
         step_size=host(step_sizes),
         **{name: energies[..., k] for k, name in enumerate(program.ENERGY_STATISTICS)},
     )
+
+
+def warmup(
+    target_log_prob_fn: Callable[[Any], Any] | None,
+    initial_state: Any,
+    *,
+    num_warmup: int,
+    seed: int,
+    **options,
+) -> AdaptedState:
+    """Runs only the warmup: the chains' `AdaptedState` (positions, step sizes, inverse
+    mass, draw counter), which `sample` continues without adaptation
+    (``sample(target, state, num_samples=..., num_warmup=0, seed=seed)``: the same draws
+    as one ``sample`` with ``num_warmup``). ``options`` are `sample`'s (``data``,
+    ``transforms``, ``inverse_mass``, ``adapt_mass``, ``jitter``, ``step_size``, ...)."""
+    if int(num_warmup) < 1:
+        raise ValueError(f"nuts.warmup: num_warmup must be at least 1, got {num_warmup}")
+    for name in ("num_samples", "thin"):
+        if name in options:
+            raise TypeError(f"nuts.warmup draws no samples: {name}= belongs to nuts.sample")
+    arguments = dict(
+        step_size=None, max_tree_depth=10, backend=None, value_and_grad=None, data=None,
+        data_chain_axis=False, target_accept_prob=0.8, first_chain=0, first_draw=0,
+        schedule="returns_first", progress_bar=None,
+    )  # fmt: skip
+    unknown = set(options) - set(arguments) - {
+        "transforms", "inverse_mass", "adapt_mass", "jitter"
+    }
+    if unknown:
+        raise TypeError(f"nuts.warmup got unexpected keyword arguments {sorted(unknown)}")
+    arguments.update(options)
+    result = _sample(
+        target_log_prob_fn,
+        initial_state,
+        num_samples=0,
+        num_warmup=num_warmup,
+        seed=seed,
+        warmup_only=True,
+        **arguments,
+    )
+    return result.state
+
+
+def _wants_dense(state, layout, inverse_mass, adapt_mass: str) -> bool:
+    """Whether the metric is dense: ``adapt_mass="dense"``, or a dense ``inverse_mass``."""
+    num_chains = int(state.shape[0])
+    size = int(np.prod(tuple(state.shape[1:]), dtype=np.int64))
+    given = inverse_mass is not None and adapted.is_dense_input(
+        inverse_mass, num_chains, size, adapt_mass
+    )
+    if given and adapt_mass == "diagonal":
+        raise ValueError(
+            "nuts.sample: inverse_mass is a dense matrix, but adapt_mass='diagonal' would "
+            "replace it by a diagonal; pass adapt_mass='dense' or 'off'"
+        )
+    return adapt_mass == "dense" or given
+
+
+def _check_resuming(state, num_warmup, transforms, first_chain, first_draw, jitter) -> None:
+    """An `AdaptedState` continues as it is: nothing may ask to adapt or start anew."""
+    if num_warmup != 0:
+        raise ValueError(
+            "nuts.sample: initial_state is an AdaptedState, whose chains continue without "
+            f"adaptation: pass num_warmup=0 (got {num_warmup})"
+        )
+    if transforms is not None and (
+        state.constraints is None or constrained.build(transforms, state.position)
+        != state.constraints
+    ):
+        raise ValueError(
+            "nuts.sample: initial_state is an AdaptedState, which keeps the transforms it "
+            "was sampled with; leave transforms= out"
+        )
+    if first_chain != 0 or first_draw != 0:
+        raise ValueError(
+            "nuts.sample: initial_state is an AdaptedState, which knows its chain indices "
+            "and draw counter; leave first_chain= and first_draw= out"
+        )
+    if jitter:
+        raise ValueError("nuts.sample: jitter= moves a new start; an AdaptedState continues")
 
 
 def _draws_per_call(num_chains: int, event_shape: tuple, dtype) -> int:

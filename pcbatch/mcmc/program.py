@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pcbatch.callbacks import host_callback
+from pcbatch.mcmc import metric, trees, warmup
 from pcbatch.mcmc import random as rnd
-from pcbatch.mcmc import trees, warmup
 
 if TYPE_CHECKING:
     from pcbatch.api import BatchedFunction, Context
@@ -71,7 +71,7 @@ def build(
 
     def momentum(inv_mass, seed, chain, draw, tag):
         z = rnd.normal(seed, chain, draw, tag, size, inv_mass.dtype)
-        return np.reshape(z, event_shape) / np.sqrt(inv_mass)
+        return metric.momentum(np.reshape(z, event_shape), inv_mass)
 
     @ctx.batch
     def run_chain(
@@ -84,7 +84,7 @@ def build(
         if plan[warmup.START] == 0:
             logp, grad = value_and_grad(q, data)
             if plan[warmup.NUM_WARMUP] > 0:
-                # The search's random numbers lie past the run's last draw.
+                # The search's random numbers lie past the warmup's window searches.
                 search_draw = first_draw + plan[warmup.TOTAL]
                 step = find_step_size(q, data, logp, grad, step, inv_mass, seed, chain, search_draw)
                 averaging = warmup.dual_averaging_start(step)
@@ -118,7 +118,7 @@ def build(
                     moments = warmup.moments_update(moments, q)
                 if np.any(i == plan[warmup.WINDOW_ENDS :]):
                     inv_mass = warmup.regularized_variance(moments)
-                    moments = warmup.moments_start(q)
+                    moments = warmup.moments_reset(moments)
                     step = find_step_size(
                         q, data, logp, grad, step, inv_mass, seed, chain, first_draw + i
                     )
@@ -253,7 +253,7 @@ def build(
     @ctx.batch
     def leapfrog(q, data, p, grad, step, inv_mass):
         p_half = p + 0.5 * step * grad
-        q_new = q + step * inv_mass * p_half
+        q_new = q + step * metric.velocity(p_half, inv_mass)
         logp_new, grad_new = value_and_grad(q_new, data)
         return q_new, p_half + 0.5 * step * grad_new, logp_new, grad_new
 

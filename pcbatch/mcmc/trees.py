@@ -39,6 +39,8 @@ import collections
 
 import numpy as np
 
+from pcbatch.mcmc import metric
+
 #: an energy error above this marks the transition divergent (Stan's and NumPyro's value)
 MAX_ENERGY_ERROR = 1000.0
 
@@ -78,7 +80,7 @@ Proposal = collections.namedtuple("Proposal", ["q", "logp", "grad", "energy", "l
 
 
 def kinetic_energy(p, inv_mass):
-    return 0.5 * np.sum(p * p * inv_mass)
+    return metric.kinetic_energy(p, inv_mass)
 
 
 def leaf(q, p, logp, grad, energy0, inv_mass, running, uniform):
@@ -161,7 +163,8 @@ def _no_u_turn(p_one_end, p_other_end, rho, inv_mass):
     # on a 100-D Gaussian it took 1.5x the leapfrog steps per draw for 1.35x less
     # effective sample size per leapfrog step.
     rho = rho - 0.5 * (p_one_end + p_other_end)
-    return (np.sum(inv_mass * p_one_end * rho) > 0) & (np.sum(inv_mass * p_other_end * rho) > 0)
+    along = lambda p: np.sum(metric.velocity(p, inv_mass) * rho) > 0  # p . C rho
+    return along(p_one_end) & along(p_other_end)
 
 
 def _turning(p_far, p_near, rho_old, new, inv_mass):

@@ -3,9 +3,10 @@
 Step size: dual averaging (Hoffman & Gelman 2014, section 3.2.1) toward a target
 acceptance statistic, restarted at every mass-matrix update. Mass matrix:
 diagonal, the regularized variance of the draws in each slow window (Welford's
-running moments). Windows follow Stan's defaults: a fast initial buffer (75
-draws), slow windows doubling from 25, a fast terminal buffer (50), shrunk
-proportionally (15% / 75% / 10%) when warmup is too short for them.
+running moments), or dense, their regularized covariance (`pcbatch.mcmc.metric`).
+Windows follow Stan's defaults: a fast initial buffer (75 draws), slow windows
+doubling from 25, a fast terminal buffer (50), shrunk proportionally (15% / 75% /
+10%) when warmup is too short for them.
 
 The per-chain helpers are written for one chain, with no Python control flow
 on values, so pcbatch runs them as batched primitives.
@@ -17,6 +18,8 @@ import collections
 import dataclasses
 
 import numpy as np
+
+from pcbatch.mcmc import metric
 
 # Dual averaging constants (Stan's and NumPyro's defaults).
 _GAMMA, _T0, _KAPPA = 0.05, 10.0, 0.75
@@ -34,9 +37,10 @@ ChainState = collections.namedtuple(
 
 #: The program's run-time plan is one int32 vector: the call's first draw and the draw
 #: it stops before (counted from the run's first, warmup included), the warmup's length,
-#: its slow window, the run's total draws, the first draw kept in the draw buffer (the
-#: warmup's length, or 0 to keep the warmup draws too) and the mass-matrix windows' last
-#: draws (padded with -1 to `MAX_WINDOWS`). Its entries, by index:
+#: its slow window, the draw whose stream the initial step-size search uses (``TOTAL``:
+#: the warmup's length, past its windows' searches), the first draw kept in the draw
+#: buffer (the warmup's length, or 0 to keep the warmup draws too) and the mass-matrix
+#: windows' last draws (padded with -1 to `MAX_WINDOWS`). Its entries, by index:
 START, STOP, NUM_WARMUP, SLOW_START, SLOW_END, TOTAL, KEEP_FROM, WINDOW_ENDS = range(8)
 
 #: at most this many mass-matrix windows (Stan's doubling windows: 27 fit in 2**31 draws)
@@ -72,33 +76,43 @@ def schedule(num_warmup: int, init_buffer=75, term_buffer=50, base_window=25) ->
     return Schedule(init_buffer, slow_end, tuple(ends))
 
 
-def plan(start: int, stop: int, num_warmup: int, total: int, keep_from=None) -> np.ndarray:
-    """The program's plan (see `START`) for draws ``start`` to ``stop - 1`` of a run of
-    ``total`` draws, ``num_warmup`` of them warmup, keeping draws from ``keep_from`` on
-    (None: ``num_warmup``): one vector shared by every chain (a leading axis of size 1),
-    so that any lengths run in the same compiled program."""
-    windows = schedule(num_warmup)
+def plan(
+    start: int, stop: int, num_warmup: int, total: int, keep_from=None, adapt_mass: bool = True
+) -> np.ndarray:
+    """The program's plan (see `START`) for draws ``start`` to ``stop - 1`` of a run with
+    ``num_warmup`` warmup draws, ``total`` its `TOTAL`, keeping draws from ``keep_from``
+    on (None: ``num_warmup``): one vector shared by every chain (a leading axis of size 1),
+    so that any lengths run in the same compiled program. Without ``adapt_mass`` the plan
+    has no mass-matrix window: warmup adapts the step size only, and the inverse mass
+    stays as it started."""
+    windows = schedule(num_warmup) if adapt_mass else Schedule(0, 0, ())
     keep_from = num_warmup if keep_from is None else keep_from
     head = [start, stop, num_warmup, windows.slow_start, windows.slow_end, total, keep_from]
     ends = list(windows.window_ends) + [-1] * (MAX_WINDOWS - len(windows.window_ends))
     return np.array([head + ends], np.int32)
 
 
-def start_state(q, step_size, dtype) -> ChainState:
+def start_state(q, step_size, dtype, inv_mass=None, dense=False) -> ChainState:
     """The chains' state before their first draw (``q``: ``[chains, size]``, of the
     backend's array type): the program computes the log density and gradient, and the
-    adaptation starts from these values."""
+    adaptation starts from these values (``inv_mass``: ``[chains, size]``, or with
+    ``dense`` ``[chains, 2, size, size]`` as `metric` keeps it; None: ones, or the
+    identity)."""
     chains, size = int(q.shape[0]), tuple(int(d) for d in q.shape[1:])
     zeros = np.zeros(chains, dtype)
     vector = np.zeros((chains, *size), dtype)
+    if inv_mass is None:
+        eye = np.eye(int(np.prod(size, dtype=np.int64)), dtype=dtype)
+        inv_mass = np.tile(eye, (chains, 2, 1, 1)) if dense else vector + 1.0
+    m2 = np.zeros((chains, *size, *size), dtype) if dense else vector
     return ChainState(
         q,
         zeros,
         vector,
         np.asarray(step_size, dtype),
-        np.ones((chains, *size), dtype),
+        np.asarray(inv_mass, dtype),
         DualAveraging(zeros, zeros, zeros, zeros, zeros),
-        Moments(vector, vector, zeros),
+        Moments(vector, m2, zeros),
     )
 
 
@@ -109,21 +123,29 @@ def pack(q, logp, grad, step, inv_mass, averaging, moments):
     return np.concatenate([*(v.astype(q.dtype) for v in vectors), scalars])
 
 
-def unpack(packed, event_shape: tuple, reshape) -> ChainState:
+def unpack(packed, event_shape: tuple, reshape, dense: bool = False) -> ChainState:
     """The chains' `ChainState` from `pack`'s vectors (``[chains, 5 * size + 8]``, of the
-    backend's array type; ``reshape(x, shape)`` of its library)."""
+    backend's array type; ``reshape(x, shape)`` of its library; with a ``dense`` metric
+    (a flat state) the inverse mass and the second moments are matrices)."""
     chains = int(packed.shape[0])
     size = int(np.prod(event_shape, dtype=np.int64))
-    vector = lambda k: reshape(packed[:, k * size : (k + 1) * size], (chains, *event_shape))
-    scalar = lambda k: packed[:, 5 * size + k]
+    matrix = (size, size)
+    shapes = [event_shape, event_shape, (2, *matrix) if dense else event_shape, event_shape,
+              matrix if dense else event_shape]  # fmt: skip
+    parts, offset = [], 0
+    for shape in shapes:
+        length = int(np.prod(shape, dtype=np.int64))
+        parts.append(reshape(packed[:, offset : offset + length], (chains, *shape)))
+        offset += length
+    scalar = lambda k: packed[:, offset + k]
     return ChainState(
-        vector(0),
+        parts[0],
         scalar(0),
-        vector(1),
+        parts[1],
         scalar(1),
-        vector(2),
+        parts[2],
         DualAveraging(*(scalar(k) for k in range(2, 7))),
-        Moments(vector(3), vector(4), scalar(7)),
+        Moments(parts[3], parts[4], scalar(7)),
     )
 
 
@@ -143,20 +165,28 @@ def dual_averaging_update(state, accept_prob, target):
     return DualAveraging(log_step, log_step_avg, error_avg, state.anchor, count)
 
 
-def moments_start(position):
-    zero = position * 0.0
-    return Moments(zero, zero, np.sum(zero))
+def moments_reset(state):
+    """Moments of no draw yet, shaped as ``state``'s (a dense metric's are matrices)."""
+    return Moments(state.mean * 0.0, state.m2 * 0.0, state.count * 0.0)
 
 
 def moments_update(state, position):
+    """Welford's update; the second moments are a matrix where the metric is dense."""
     count = state.count + 1.0
     delta = position - state.mean
     mean = state.mean + delta / count
-    return Moments(mean, state.m2 + delta * (position - mean), count)
+    if state.m2.ndim == position.ndim:
+        return Moments(mean, state.m2 + delta * (position - mean), count)
+    return Moments(mean, state.m2 + delta[:, None] * (position - mean)[None, :], count)
 
 
 def regularized_variance(state):
-    """Stan's shrunk variance estimate: the new inverse mass matrix diagonal."""
+    """Stan's shrunk (co)variance estimate: the new inverse mass matrix, diagonal or, with
+    matrix moments, dense (as `metric` keeps it)."""
     n = state.count
     variance = state.m2 / np.maximum(n - 1.0, 1.0)
-    return (n / (n + 5.0)) * variance + 1e-3 * (5.0 / (n + 5.0))
+    shrink = 1e-3 * (5.0 / (n + 5.0))
+    if state.m2.ndim == state.mean.ndim:
+        return (n / (n + 5.0)) * variance + shrink
+    eye = np.eye(state.m2.shape[-1], dtype=state.m2.dtype)
+    return metric.dense((n / (n + 5.0)) * variance + shrink * eye)
