@@ -105,7 +105,7 @@ def run_numpyro(name: str, chains: int, samples: int, warmup: int) -> dict:
     return entry
 
 
-def eight_schools_by_quadrature(points: int = 1500) -> dict:
+def eight_schools_by_quadrature(points: int = 500) -> dict:
     """Exact moments (to quadrature error) of mu, tau and theta: given mu and tau the
     school effects are independent normals, so p(mu, tau | y) is a 2-D density."""
     y, sigma = posterior_models.SCHOOLS["y"], posterior_models.SCHOOLS["sigma"]
