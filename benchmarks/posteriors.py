@@ -41,6 +41,7 @@ def _row(name: str, library: str, args) -> tuple | None:
         print(f"{name:27} {library:10} skipped: {error}")
         return None
     if library == "numpy" and model.value_and_grad is None:
+        print(f"{name:27} {library:10} skipped: no hand-written NumPy gradient")
         return None
     clock = time.perf_counter()
     posterior_models.sample(name, library, chains=args.chains, draws=1, warmup=0)
@@ -87,7 +88,8 @@ def _calibrate(library: str, args) -> bool:
     divergences = int(np.sum(calibration.result.diverging))
     print(
         f"SBC {library:10} {args.sbc_sets} data sets as {args.sbc_sets} chains, "
-        f"{args.sbc_ranks - 1} draws each (thinned by {args.sbc_thin}), {args.sbc_bins} bins: "
+        f"{args.sbc_ranks - 1} of {args.sbc_thin * (args.sbc_ranks - 1)} draws each kept "
+        f"(thinned by {args.sbc_thin}), {args.sbc_bins} bins: "
         f"{p_values}; {divergences} divergences; {seconds:.1f} s  {'ok' if ok else 'FAIL'}",
         flush=True,
     )
@@ -115,7 +117,7 @@ def main(argv=None) -> int:
     for library in args.backends:
         for name in args.models:
             row = _row(name, library, args)
-            if row is not None:  # a model without a NumPy gradient is skipped on NumPy
+            if row is not None:  # None: skipped, and said why
                 _print_row(row)
                 ok = ok and row[-1] != "FAIL"
     if args.sbc_sets:
