@@ -251,3 +251,22 @@ def test_calibration_on_jax_over_200_data_sets():
         truth["mu"] + 0.5, np.asarray(calibration.result.samples["mu"]), 10
     )
     assert posterior_models.chi_square_p_value(shifted, 20, 5) < P_MIN
+
+
+# -- the benchmark, at a smoke run's size --------------------------------------------
+
+
+@tiers.slow
+def test_the_benchmark_prints_its_table(capsys):
+    from benchmarks import posteriors
+
+    posteriors.main([
+        "--backends", "numpy", "--models", "funnel_noncentered", "logistic_iris",
+        "--chains", "2", "--draws", "20", "--warmup", "20",
+        "--sbc-sets", "10", "--sbc-ranks", "5", "--sbc-thin", "2",
+    ])  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:5] == ["model", "backend", "chains", "draws", "max|z|"]
+    assert lines[2].split()[:4] == ["funnel_noncentered", "numpy", "2", "20"]
+    assert "skipped: no hand-written NumPy gradient" in lines[3]
+    assert lines[4].startswith("SBC numpy      10 data sets as 10 chains")
