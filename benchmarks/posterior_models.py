@@ -361,11 +361,11 @@ def _funnel(centered: bool) -> Model:
 
 
 def model(name: str) -> Model:
-    """The validation model called ``name`` (one of `NAMES`)."""
-    if name.startswith("eight_schools"):
-        return _schools(centered=name.endswith("_centered"))
-    if name.startswith("funnel"):
-        return _funnel(centered=name.endswith("_centered"))
+    """The validation model called ``name`` (one of `NAMES`, or ``"sbc_normal"``)."""
+    if name in ("eight_schools_centered", "eight_schools_noncentered"):
+        return _schools(centered=name == "eight_schools_centered")
+    if name in ("funnel_centered", "funnel_noncentered"):
+        return _funnel(centered=name == "funnel_centered")
     if name == "logistic_iris":
         return Model(
             name, _logistic, _logistic_initial, iris_data(), _logistic_quantities,

@@ -198,7 +198,7 @@ def test_models_on_tensorflow_match_their_references(name):
 
 @tiers.slow
 def test_eight_schools_centered_on_numpy_matches_the_reference():
-    result = _run("eight_schools_centered", "numpy", 4, 500, 500, target_accept_prob=0.95)
+    result = _run("eight_schools_centered", "numpy", 4, 300, 300, target_accept_prob=0.95)
     assert _max_z("eight_schools_centered", result) < Z
 
 
@@ -270,3 +270,8 @@ def test_the_benchmark_prints_its_table(capsys):
     assert lines[2].split()[:4] == ["funnel_noncentered", "numpy", "2", "20"]
     assert "skipped: no hand-written NumPy gradient" in lines[3]
     assert lines[4].startswith("SBC numpy      10 data sets as 10 chains")
+
+
+def test_an_unknown_model_is_a_clear_error():
+    with pytest.raises(ValueError, match="no validation model 'eight_schools'.*funnel_centered"):
+        posterior_models.model("eight_schools")
