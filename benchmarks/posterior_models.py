@@ -423,11 +423,17 @@ def z_scores(draws: np.ndarray, reference: Moments) -> np.ndarray:
     return np.concatenate(z)
 
 
-def max_z(model: Model, samples) -> float:
-    """The largest z-score over every checked mean and sd of the model's quantities."""
+def all_z(model: Model, samples) -> np.ndarray:
+    """The z-score of every checked mean and sd of the model's quantities. For a correct
+    sampler they are about standard normal: their root mean square is near 1."""
     reference = model.reference()
     found = model.quantities({key: np.asarray(leaf) for key, leaf in samples.items()})
-    return float(max(np.max(z_scores(found[name], reference[name])) for name in reference))
+    return np.concatenate([z_scores(found[name], reference[name]) for name in reference])
+
+
+def max_z(model: Model, samples) -> float:
+    """The largest z-score over every checked mean and sd of the model's quantities."""
+    return float(np.max(all_z(model, samples)))
 
 
 # -- running a model ---------------------------------------------------------------------

@@ -7,7 +7,8 @@ answers, and simulation-based calibration over many data sets, one per chain.
         --sbc-sets 20 --models eight_schools_noncentered   # a smoke run
 
 Per model and backend: max |z| over the checked means and sds (each against the
-reference within the combined Monte Carlo error, see `posterior_models.z_scores`), the
+reference within the combined Monte Carlo error, see `posterior_models.z_scores`) and
+their root mean square (near 1 for a correct sampler: the z-scores are calibrated), the
 smallest ESS and largest split R-hat over the model's quantities, the divergences
 after warmup, the first call's time (compilation included: a run of one draw) and the
 wall time of the run itself. A model passes with max |z| < 5; the centered funnel is
@@ -54,24 +55,25 @@ def _row(name: str, library: str, args) -> tuple | None:
     diagnostics = posterior_models.diagnostics
     ess = min(np.min(diagnostics.effective_sample_size(q)) for q in quantities.values())
     rhat = max(np.max(diagnostics.potential_scale_reduction(q)) for q in quantities.values())
-    z = posterior_models.max_z(model, samples)
+    z_all = posterior_models.all_z(model, samples)
+    z, z_rms = float(np.max(z_all)), float(np.sqrt(np.mean(z_all**2)))
     verdict = "diverges" if model.divergent else ("ok" if z < Z else "FAIL")
     divergences = int(np.sum(result.diverging))
-    return (name, library, args.chains, args.draws, z, ess, divergences, rhat, first,
+    return (name, library, args.chains, args.draws, z, z_rms, ess, divergences, rhat, first,
             result.wall_time, verdict)  # fmt: skip
 
 
 HEADER = (
-    f"{'model':27} {'backend':10} {'chains':>6} {'draws':>6} {'max|z|':>7} {'ESS min':>8} "
-    f"{'diverg':>7} {'R-hat':>6} {'first s':>8} {'wall s':>8}  check"
+    f"{'model':27} {'backend':10} {'chains':>6} {'draws':>6} {'max|z|':>7} {'rms z':>6} "
+    f"{'ESS min':>8} {'diverg':>7} {'R-hat':>6} {'first s':>8} {'wall s':>8}  check"
 )
 
 
 def _print_row(row: tuple) -> None:
-    name, library, chains, draws, z, ess, divergences, rhat, first, wall, verdict = row
+    name, library, chains, draws, z, z_rms, ess, divergences, rhat, first, wall, verdict = row
     print(
-        f"{name:27} {library:10} {chains:6d} {draws:6d} {z:7.2f} {ess:8.0f} {divergences:7d} "
-        f"{rhat:6.3f} {first:8.1f} {wall:8.1f}  {verdict}",
+        f"{name:27} {library:10} {chains:6d} {draws:6d} {z:7.2f} {z_rms:6.2f} {ess:8.0f} "
+        f"{divergences:7d} {rhat:6.3f} {first:8.1f} {wall:8.1f}  {verdict}",
         flush=True,
     )
 

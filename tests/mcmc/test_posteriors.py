@@ -121,6 +121,16 @@ def test_the_references_say_how_they_were_made():
             assert moments["ess_min"] > 10_000  # far more precise than any test's run
 
 
+def test_z_scores_of_right_answers_are_standard_normal():
+    # The standard errors (of means from the ESS, of sds from the squares' ESS) are right:
+    # over 400 components of independent draws, the z-scores' mean square is about 1.
+    rng = np.random.RandomState(3)
+    scales = np.linspace(0.1, 10.0, 200)
+    draws = rng.normal(size=(1000, 4, 200)) * scales
+    z = posterior_models.z_scores(draws, posterior_models.Moments(np.zeros(200), scales))
+    assert 0.85 < np.sqrt(np.mean(z**2)) < 1.15
+
+
 def test_z_scores_catch_a_wrong_answer():
     # The comparison can fail: draws of N(0.3, 1) against a reference N(0, 1).
     draws = np.random.RandomState(0).normal(0.3, 1.0, size=(1000, 4, 1))
