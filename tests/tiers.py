@@ -50,3 +50,10 @@ def in_turn(cases: list, backend_names: list) -> list:
                 )
             )
     return params
+
+
+def numpy_fast(backend_names: list) -> list:
+    """Every backend, the compiled ones in the slow tier only: for a test whose every
+    compiled run is a long compilation of its own (a NUTS program), where another test
+    already compiles that program in the fast tier."""
+    return [pytest.param(b, marks=() if b == "numpy" else slow) for b in backend_names]

@@ -34,7 +34,7 @@ def _value_and_grad(x):  # ONE chain: independent normals of several scales, in 
     return -0.5 * np.sum((x / scales) ** 2), -x / scales**2
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, pytest.param(np.float64, marks=tiers.slow)])
 def test_on_numpy_a_chain_does_not_depend_on_the_number_of_chains(dtype):
     start = np.random.RandomState(0).normal(size=(8, 10)).astype(dtype)
     options = dict(

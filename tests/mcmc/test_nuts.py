@@ -71,10 +71,10 @@ _cached_run = functools.lru_cache(maxsize=None)(run)
 
 TARGET_NAMES = [f.__name__ for f in targets.ALL]
 
-# The fast tier samples a Gaussian on NumPy (JAX and TensorFlow run the same program: the
-# shorter tests below check their draws, gradients and seeds); the long runs, every target
-# on every backend, are the slow tier's.
-FAST_MOMENTS = {("normal_1d", "numpy")}
+# The long runs, every target on every backend, are the slow tier's; the fast tier checks
+# moments in test_nuts_models (a dict state with data, on NumPy), and JAX's and
+# TensorFlow's draws, gradients and seeds in the shorter tests below.
+FAST_MOMENTS: set = set()
 MOMENT_CASES = [
     pytest.param(
         name, backend, id=f"{name}-{backend}",
@@ -143,6 +143,7 @@ def test_a_trajectory_that_never_turns_takes_two_to_the_depth_minus_one_steps():
     assert not result.diverging.any()
 
 
+@tiers.slow  # test_chain_independence's NumPy test checks it fast
 def test_a_chain_does_not_depend_on_the_chains_beside_it():
     target = _target("correlated_gaussian")
     start = np.random.RandomState(0).normal(size=(6, target.dim))
@@ -162,6 +163,7 @@ def test_same_seed_same_draws_other_seed_other_draws(backend):
     assert not np.array_equal(np.asarray(first.samples), np.asarray(other.samples))
 
 
+@tiers.slow  # test_nuts_adaptation's continuation tests check it fast
 def test_continuing_a_run_uses_fresh_draws():
     options = dict(
         num_samples=10, num_warmup=0, seed=4, value_and_grad=_target("normal_1d").value_and_grad
@@ -234,7 +236,7 @@ def test_arviz_conversion():
 SHORT = dict(num_samples=20, num_warmup=10, chains=3)  # as test_same_seed_...: compiled once
 
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_the_progress_bar_counts_every_draw_and_changes_no_draw(backend, monkeypatch):
     pytest.importorskip("tqdm")
     bars = []
@@ -311,7 +313,7 @@ def test_without_tqdm_the_bar_is_plain_lines(monkeypatch):
 # -- backend= picks the gradient -------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_backend_picks_the_gradient_whatever_the_initial_state(backend):
     numpy_start = np.random.RandomState(3).normal(size=(3, 1))  # as `_initial`
     settings = dict(num_samples=20, num_warmup=10, seed=1, max_tree_depth=8)

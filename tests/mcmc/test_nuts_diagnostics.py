@@ -45,7 +45,7 @@ def _start_energy(q, seed, chain, draw, inv_mass):
 # -- per-draw statistics ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_each_draw_reports_its_log_density_and_energy(backend):
     # The SHORT run of test_nuts (3 chains, 10 warmup + 20 draws), warmup draws kept: the
     # same compiled program, which keeping the warmup draws does not change.

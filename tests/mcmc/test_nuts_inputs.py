@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pcbatch.mcmc import nuts
-from tests import backends
+from tests import backends, tiers
 
 SHORT = dict(num_samples=4, num_warmup=0, seed=0, max_tree_depth=3, progress_bar=False)
 
@@ -61,7 +61,7 @@ def _sample(backend_name: str, state, **options):
     return nuts.sample(log_prob, state, **{**SHORT, **options})
 
 
-@backends.backend_param
+@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_an_integer_state_moves_like_the_same_state_in_floats(backend_name):
     ints = _sample(backend_name, _native(backend_name, np.arange(6).reshape(3, 2)))
     # The same state in the float dtype integers become (TensorFlow's default float32):
@@ -87,7 +87,7 @@ def test_a_list_state_is_taken_as_a_numpy_array():
     np.testing.assert_array_equal(from_list.samples, from_array.samples)
 
 
-@backends.backend_param
+@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_a_half_precision_state_is_a_clear_error(backend_name):
     state = _native(backend_name, np.zeros((2, 2), np.float16))
     with pytest.raises(TypeError, match="initial_state has dtype float16.*float32"):

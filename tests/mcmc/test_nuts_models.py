@@ -22,7 +22,7 @@ import pytest
 
 from pcbatch import api
 from pcbatch.mcmc import diagnostics, nuts, structure
-from tests import backends
+from tests import backends, tiers
 
 Z = 5.0
 CHAINS = 4
@@ -111,7 +111,7 @@ def _assert_mean_within(draws, mean, sd, what):
     return ess
 
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_a_dict_state_with_data_has_the_analytic_moments(backend):
     result = _cached_run(backend)
     assert set(result.samples) == {"mu", "theta"}
@@ -129,7 +129,7 @@ def test_a_dict_state_with_data_has_the_analytic_moments(backend):
     assert not result.diverging.any()
 
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_each_chain_samples_the_posterior_of_its_own_data(backend):
     y = _shared_y() + 3.0 * np.arange(CHAINS)[:, None]  # chain c's data: shifted by 3c
     result = _run(backend, y)
@@ -147,7 +147,7 @@ def _compilations(name: str) -> tuple:
     return nuts._compiled.cache_info().currsize, traces
 
 
-@pytest.mark.parametrize("backend", backends.BACKEND_NAMES)
+@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_new_data_and_new_lengths_run_without_compiling_again(backend):
     first = _run(backend, _shared_y(), num_samples=30, num_warmup=20)
     before = _compilations(backend)
@@ -328,6 +328,7 @@ def test_bad_data_is_a_clear_error(data, chain_axis, error, words):
 # -- JAX: any pytree ------------------------------------------------------------
 
 
+@tiers.slow  # a NUTS compilation of its own; the fast tier checks structures on NumPy
 def test_a_dataclass_registered_with_jax_is_a_state():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy

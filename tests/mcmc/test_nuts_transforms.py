@@ -138,7 +138,7 @@ def _assert_moments(draws, mean, sd, what):
     np.testing.assert_array_less(spread, 2 * Z * sd / np.sqrt(2 * ess), err_msg=what)
 
 
-@backends.backend_param
+@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_a_half_normal_scale_and_a_dirichlet_simplex_have_their_moments(backend_name):
     result = model.run(backend_name)
     sigma, w = np.asarray(result.samples["sigma"]), np.asarray(result.samples["w"])

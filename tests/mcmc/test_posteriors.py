@@ -143,6 +143,7 @@ def test_z_scores_catch_a_wrong_answer():
 # -- sampling: small versions on NumPy (fast), every model on JAX (slow) ------------
 
 
+@tiers.slow  # every model against its reference: slow tier
 def test_eight_schools_noncentered_on_numpy_matches_the_reference():
     result = _run("eight_schools_noncentered", "numpy", 4, 100, 100)
     assert _max_z("eight_schools_noncentered", result) < Z
@@ -235,6 +236,7 @@ def test_the_chi_square_p_value_is_pearsons():
     assert posterior_models.chi_square_p_value(ranks, 21, 7) == pytest.approx(expected)
 
 
+@tiers.slow  # per-chain data: test_nuts_models' fast test; SBC at size in the slow tier
 def test_calibration_on_numpy_each_chain_with_its_own_data():
     calibration = posterior_models.run_sbc(
         "numpy", num_sets=16, draws=100, warmup=60, thin=5, bins=7, seed=0
