@@ -65,7 +65,7 @@ CALL_OPTIONS = (
 MAP_OPTIONS = ("width", "group", "priority")
 
 #: the backends ``backend=`` takes by name
-BACKEND_NAMES = ("numpy", "jax", "tensorflow")
+BACKEND_NAMES = ("numpy", "jax", "tensorflow", "torch")
 
 _dry_run = threading.local()
 
@@ -436,7 +436,7 @@ def _check_backend(function: str, backend: Any) -> None:
     raise TypeError(
         f"{function}(): backend takes None, a name ({', '.join(map(repr, BACKEND_NAMES))}), "
         f"or a backend object (pcbatch.NumpyBackend(), pcbatch.JaxBackend(), "
-        f"pcbatch.backends.tensorflow.TensorFlowBackend()); got {backend!r}"
+        f"pcbatch.backends.tensorflow.TensorFlowBackend(), pcbatch.TorchBackend()); got {backend!r}"
     )
 
 
@@ -798,7 +798,8 @@ def _check_plain_function(function: types.FunctionType) -> None:
 
 
 def _backend_for(values: list[Any]) -> Any:
-    """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF, else NumPy."""
+    """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF,
+    torch.Tensor -> Torch (on its device), else NumPy."""
     for value in values:
         for leaf in _leaves(value):
             module = type(leaf).__module__ or ""
@@ -806,6 +807,10 @@ def _backend_for(values: list[Any]) -> Any:
                 return _shared_backend("jax")
             if module.startswith("tensorflow"):
                 return _shared_backend("tensorflow")
+            if module.startswith("torch"):
+                from pcbatch.backends.torch import TorchBackend
+
+                return TorchBackend(device=leaf.device)  # eager: nothing to share
     return NumpyBackend()
 
 
@@ -816,6 +821,10 @@ def _backend_named(backend: Any) -> Any:
     """``backend=``'s value: a backend, None, or a name in `BACKEND_NAMES`."""
     if not isinstance(backend, str):
         return backend
+    if backend == "torch":
+        from pcbatch.backends.torch import TorchBackend
+
+        return TorchBackend()
     return NumpyBackend() if backend == "numpy" else _shared_backend(backend)
 
 
