@@ -48,6 +48,7 @@ BACKEND_NAMES = (
 #: The eager backends: they run the eager machine, whose primitives compute with NumPy's
 #: meaning on the active rows, so their results are NumPy's to the last bit and dtype.
 EAGER_NAMES = ("numpy", "torch")
+COMPILED_NAMES = [n for n in BACKEND_NAMES if n not in EAGER_NAMES]
 
 # One instance per backend for the whole session, so compiled programs are reused.
 _INSTANCES: dict = {}

@@ -33,7 +33,8 @@ def in_turn(cases: list, backend_names: list) -> list:
     """``pytest.param(*case, backend_name)`` for every case and backend: every case on
     NumPy and Torch (eager: nothing to compile); on JAX and TensorFlow, where each case is
     a compilation of its own, the fast tier takes the cases in turn, one compiled backend
-    each (so each runs about half of them), and the slow tier runs all. A case is a ``pytest.param`` or a tuple."""
+    each (so each runs about half of them), and the slow tier runs all. A case is a
+    ``pytest.param`` or a tuple."""
     eager = ("numpy", "torch")
     compiled = [b for b in backend_names if b not in eager]
     params = []

@@ -468,7 +468,8 @@ def test_a_python_int_out_of_the_arrays_range_is_an_overflow_error(backend_name)
     backend = backends.backend(backend_name)
     # NumPy names the number, as NumPy does; a compiled machine names the line.
     line = inspect.getsourcelines(add_counter_to_small.python_function)[1] + 4
-    message = "256 out of bounds for uint8" if backend_name in backends.EAGER_NAMES else f"test_dtypes.py:{line}"
+    eager = backend_name in backends.EAGER_NAMES
+    message = "256 out of bounds for uint8" if eager else f"test_dtypes.py:{line}"
     with pytest.raises(OverflowError, match=message):
         np.asarray(add_counter_to_small(x, np.array([300, 3]), backend=backend))
     with pytest.raises(OverflowError, match="out of bounds"):
