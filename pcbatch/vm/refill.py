@@ -111,7 +111,8 @@ def execute(program, args, order, lanes, group, *, backend, max_stack_depth, max
         raise machine.overflow_error(
             run, full, inputs, max_stack_depth, True, members=members[members >= 0]
         ) from None
-    results = tuple(feeder.outputs)
+    # Collected on the host; a run's results are the backend's arrays (torch's, say).
+    results = tuple(map_pattern(backend.copy_out, out) for out in feeder.outputs)
     return results[0] if len(results) == 1 else results
 
 
