@@ -461,6 +461,8 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
     if is_pattern_node(value):
         return rebuild(value, [_as_array_pattern(v, what) for v in value])
     if hasattr(value, "shape") and hasattr(value, "dtype"):
+        if (type(value).__module__ or "").startswith("torch"):
+            _check_torch_dtype(value, what)
         return value  # an array of some library: the backend takes it as it is
     if is_python_scalar(value):
         return value  # the same number in every example, weak as in Python (NEP 50)
@@ -479,6 +481,16 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
             f"array of dtype {array.dtype}, not of numbers or booleans"
         )
     return array
+
+
+def _check_torch_dtype(value: Any, what: str) -> None:
+    """A tensor of a dtype NumPy lacks (bfloat16) has no NumPy meaning: refused, named."""
+    from pcbatch.backends.torch import numpy_dtype
+
+    try:
+        numpy_dtype(value.dtype)
+    except TypeError as e:
+        raise TypeError(f"{what}: {e}") from None
 
 
 def _list_as_array(value: list[Any], what: str) -> np.ndarray[Any, Any]:

@@ -65,10 +65,14 @@ def torch_dtype(dtype: Any) -> torch.dtype:
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
     """The NumPy dtype of torch ``dtype`` (bfloat16 and others NumPy lacks: a TypeError)."""
     if dtype not in _NUMPY_OF_TORCH:
+        name = str(dtype).removeprefix("torch.")
+        why = (
+            "torch supports too few operations on it" if hasattr(np, name)
+            else "per-example code means what it means on NumPy, which has no such dtype"
+        )
         raise TypeError(
-            f"TorchBackend cannot run on torch.{str(dtype).removeprefix('torch.')} tensors: "
-            "per-example code means what it means on NumPy, which has no such dtype; "
-            "convert the argument (say, .to(torch.float32)) first"
+            f"TorchBackend cannot run on torch.{name} tensors: {why}; convert the argument "
+            "(say, .to(torch.float32) or .to(torch.int64)) first"
         )
     return _NUMPY_OF_TORCH[dtype]
 
