@@ -27,7 +27,7 @@ import torch
 
 from pcbatch.backends import batched_array
 from pcbatch.backends.base import StackFull
-from pcbatch.backends.numpy import NumpyBackend, _may_cast
+from pcbatch.backends.numpy import NumpyBackend, may_cast
 from pcbatch.ir import setitem
 from pcbatch.ir.types import TensorType, is_pattern_node, rebuild
 
@@ -247,7 +247,7 @@ class TorchBackend(NumpyBackend):
         else:
             array = np.asarray(value)
             have = array.dtype
-            if have not in _TORCH_OF_NUMPY and _may_cast(have, np.dtype(type_.dtype)):
+            if have not in _TORCH_OF_NUMPY and may_cast(have, np.dtype(type_.dtype)):
                 array = array.astype(type_.dtype)  # say, a uint32 constant into int64
             if not array.flags.writeable:  # a primitive passed its input through
                 array = array.copy()
@@ -259,7 +259,7 @@ class TorchBackend(NumpyBackend):
             if missing > 0:
                 tensor = tensor.reshape(tensor.shape[:1] + (1,) * missing + tensor.shape[1:])
         if tensor.dtype != want:
-            if not _may_cast(have, np.dtype(type_.dtype)):
+            if not may_cast(have, np.dtype(type_.dtype)):
                 raise TypeError(f"got dtype {have}, expected {np.dtype(type_.dtype)}")
             tensor = tensor.to(want)
         try:
