@@ -579,6 +579,10 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
     shapes from the compiled program on NumPy, as a batched run's would.
     """
     values = bound.values
+    device = _torch_device(values)
+    if device is not None:  # per-example values are NumPy's (the plain function's meaning)
+        values = [map_pattern(_torch_on_host, v) for v in values]
+        bound = Bound(bound.signature, values, bound.passed)
     size = _batch_size(values, batched.name, tuple(batched.signature.parameters))
     if size == 0:
         host = [map_pattern(lambda x: x if is_python_scalar(x) else np.asarray(x), v)
@@ -592,7 +596,28 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
             results.append(batched.python_function(*args, **kwargs))
     finally:
         _dry_run.depth -= 1
-    return _stack(results)
+    if device is None:
+        return _stack(results)
+    import torch
+
+    return map_pattern(lambda r: torch.as_tensor(r, device=device), _stack(results))
+
+
+def _torch_device(values: list[Any]) -> Any:
+    """The device of the first torch tensor among the arguments, or None if there is none."""
+    for value in values:
+        for leaf in _leaves(value):
+            if (type(leaf).__module__ or "").startswith("torch"):
+                return leaf.device
+    return None
+
+
+def _torch_on_host(leaf: Any) -> Any:
+    """A torch tensor as a NumPy array of its own (so the plain function's in-place
+    operations never reach the caller's tensor); anything else as it is."""
+    if (type(leaf).__module__ or "").startswith("torch"):
+        return np.array(leaf.detach().cpu().numpy())
+    return leaf
 
 
 class Context:

@@ -125,3 +125,23 @@ def test_a_dtype_numpy_lacks_is_refused():
     with pytest.raises(TypeError, match=r"depth\(\): argument 'n': (.|\n)*torch.bfloat16 "
                        r"tensors(.|\n)*to\(torch.float32\)"):
         depth(torch.tensor([1, 2], dtype=torch.bfloat16))
+
+
+@ctx.batch
+def halve_down(x, n):
+    while n > 0:
+        x = x / 2 + np.sqrt(n)
+        n -= 1
+    return x, n / 2
+
+
+def test_dry_run_on_torch_arguments_means_numpy_and_leaves_them_alone():
+    # Per example, n is a NumPy value: n / 2 is float64, and n -= 1 rebinds n instead of
+    # decrementing the caller's tensor in place (as a torch scalar view would).
+    x, n = torch.tensor([1.0, 2.0], dtype=torch.float32), torch.tensor([1, 3])
+    expected = halve_down(x.numpy(), n.numpy(), dry_run=True)
+    dry = halve_down(x, n, dry_run=True)
+    assert n.tolist() == [1, 3] and x.tolist() == [1.0, 2.0]
+    _same(dry, expected)
+    _same(halve_down(x, n), expected)
+    assert n.tolist() == [1, 3] and x.tolist() == [1.0, 2.0]
