@@ -65,6 +65,8 @@ if _importlib_util.find_spec("jax") is not None:
     __all__ += ["JaxBackend"]
 if _importlib_util.find_spec("tensorflow") is not None:
     __all__ += ["TensorFlowBackend"]
+if _importlib_util.find_spec("torch") is not None:
+    __all__ += ["TorchBackend"]
 
 __version__ = "0.1.0"
 
@@ -96,6 +98,10 @@ def __getattr__(name: str):
         from pcbatch.backends.tensorflow import TensorFlowBackend
 
         return TensorFlowBackend
+    if name == "TorchBackend":
+        from pcbatch.backends.torch import TorchBackend
+
+        return TorchBackend
     if name in _SEED_MODULES:
         import importlib
 

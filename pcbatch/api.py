@@ -65,7 +65,7 @@ CALL_OPTIONS = (
 MAP_OPTIONS = ("width", "group", "priority")
 
 #: the backends ``backend=`` takes by name
-BACKEND_NAMES = ("numpy", "jax", "tensorflow")
+BACKEND_NAMES = ("numpy", "jax", "tensorflow", "torch")
 
 _dry_run = threading.local()
 
@@ -436,7 +436,7 @@ def _check_backend(function: str, backend: Any) -> None:
     raise TypeError(
         f"{function}(): backend takes None, a name ({', '.join(map(repr, BACKEND_NAMES))}), "
         f"or a backend object (pcbatch.NumpyBackend(), pcbatch.JaxBackend(), "
-        f"pcbatch.backends.tensorflow.TensorFlowBackend()); got {backend!r}"
+        f"pcbatch.backends.tensorflow.TensorFlowBackend(), pcbatch.TorchBackend()); got {backend!r}"
     )
 
 
@@ -461,6 +461,8 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
     if is_pattern_node(value):
         return rebuild(value, [_as_array_pattern(v, what) for v in value])
     if hasattr(value, "shape") and hasattr(value, "dtype"):
+        if (type(value).__module__ or "").startswith("torch"):
+            _check_torch_dtype(value, what)
         return value  # an array of some library: the backend takes it as it is
     if is_python_scalar(value):
         return value  # the same number in every example, weak as in Python (NEP 50)
@@ -479,6 +481,16 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
             f"array of dtype {array.dtype}, not of numbers or booleans"
         )
     return array
+
+
+def _check_torch_dtype(value: Any, what: str) -> None:
+    """A tensor of a dtype NumPy lacks (bfloat16) has no NumPy meaning: refused, named."""
+    from pcbatch.backends.torch import numpy_dtype
+
+    try:
+        numpy_dtype(value.dtype)
+    except TypeError as e:
+        raise TypeError(f"{what}: {e}") from None
 
 
 def _list_as_array(value: list[Any], what: str) -> np.ndarray[Any, Any]:
@@ -567,6 +579,10 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
     shapes from the compiled program on NumPy, as a batched run's would.
     """
     values = bound.values
+    device = _torch_device(values)
+    if device is not None:  # per-example values are NumPy's (the plain function's meaning)
+        values = [map_pattern(_torch_on_host, v) for v in values]
+        bound = Bound(bound.signature, values, bound.passed)
     size = _batch_size(values, batched.name, tuple(batched.signature.parameters))
     if size == 0:
         host = [map_pattern(lambda x: x if is_python_scalar(x) else np.asarray(x), v)
@@ -580,7 +596,28 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
             results.append(batched.python_function(*args, **kwargs))
     finally:
         _dry_run.depth -= 1
-    return _stack(results)
+    if device is None:
+        return _stack(results)
+    import torch
+
+    return map_pattern(lambda r: torch.as_tensor(r, device=device), _stack(results))
+
+
+def _torch_device(values: list[Any]) -> Any:
+    """The device of the first torch tensor among the arguments, or None if there is none."""
+    for value in values:
+        for leaf in _leaves(value):
+            if (type(leaf).__module__ or "").startswith("torch"):
+                return leaf.device
+    return None
+
+
+def _torch_on_host(leaf: Any) -> Any:
+    """A torch tensor as a NumPy array of its own (so the plain function's in-place
+    operations never reach the caller's tensor); anything else as it is."""
+    if (type(leaf).__module__ or "").startswith("torch"):
+        return np.array(leaf.detach().cpu().numpy())
+    return leaf
 
 
 class Context:
@@ -798,7 +835,8 @@ def _check_plain_function(function: types.FunctionType) -> None:
 
 
 def _backend_for(values: list[Any]) -> Any:
-    """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF, else NumPy."""
+    """The backend the arguments' arrays belong to: JAX -> JAX, tf.Tensor -> TF,
+    torch.Tensor -> Torch (on its device), else NumPy."""
     for value in values:
         for leaf in _leaves(value):
             module = type(leaf).__module__ or ""
@@ -806,6 +844,10 @@ def _backend_for(values: list[Any]) -> Any:
                 return _shared_backend("jax")
             if module.startswith("tensorflow"):
                 return _shared_backend("tensorflow")
+            if module.startswith("torch"):
+                from pcbatch.backends.torch import TorchBackend
+
+                return TorchBackend(device=leaf.device)  # eager: nothing to share
     return NumpyBackend()
 
 
@@ -816,6 +858,10 @@ def _backend_named(backend: Any) -> Any:
     """``backend=``'s value: a backend, None, or a name in `BACKEND_NAMES`."""
     if not isinstance(backend, str):
         return backend
+    if backend == "torch":
+        from pcbatch.backends.torch import TorchBackend
+
+        return TorchBackend()
     return NumpyBackend() if backend == "numpy" else _shared_backend(backend)
 
 

@@ -1,4 +1,4 @@
-"""The backends the suite runs on: NumPy always, JAX and TensorFlow when installed."""
+"""The backends the suite runs on: NumPy always, JAX, TensorFlow and Torch when installed."""
 
 from __future__ import annotations
 
@@ -32,6 +32,10 @@ def make_backend(name: str, **options):
 
         # Graph mode compiles far faster than XLA; XLA has its own tests.
         return TensorFlowBackend(jit_compile=False, **options)
+    if name == "torch":
+        from pcbatch.backends.torch import TorchBackend
+
+        return TorchBackend(**options)
     raise ValueError(name)
 
 
@@ -39,7 +43,12 @@ BACKEND_NAMES = (
     ["numpy"]
     + (["jax"] if _available("jax") else [])
     + (["tensorflow"] if _available("tensorflow") else [])
+    + (["torch"] if _available("torch") else [])
 )
+#: The eager backends: they run the eager machine, whose primitives compute with NumPy's
+#: meaning on the active rows, so their results are NumPy's to the last bit and dtype.
+EAGER_NAMES = ("numpy", "torch")
+COMPILED_NAMES = [n for n in BACKEND_NAMES if n not in EAGER_NAMES]
 
 # One instance per backend for the whole session, so compiled programs are reused.
 _INSTANCES: dict = {}
@@ -54,11 +63,11 @@ def backend(name: str, **options):
 
 def float_rtol(name: str) -> float:
     """The same float64 arithmetic, but compiled code may fuse or reorder operations."""
-    return 1e-12 if name == "numpy" else 1e-9
+    return 1e-12 if name in EAGER_NAMES else 1e-9
 
 
 def exact_dtypes(name: str) -> bool:
-    return name == "numpy"
+    return name in EAGER_NAMES
 
 
 def leaves(value) -> list:
@@ -75,7 +84,7 @@ def assert_close(actual, expected, name: str) -> None:
         assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
     if np.issubdtype(expected.dtype, np.floating) or np.issubdtype(actual.dtype, np.floating):
         np.testing.assert_allclose(
-            actual, expected, rtol=float_rtol(name), atol=1e-6 * (name != "numpy")
+            actual, expected, rtol=float_rtol(name), atol=1e-6 * (name not in EAGER_NAMES)
         )
     else:
         np.testing.assert_array_equal(actual, expected)

@@ -20,12 +20,12 @@ from pcbatch import examples
 from pcbatch.backends import compaction
 from pcbatch.errors import StackOverflowError
 from tests import tiers
-from tests.backends import BACKEND_NAMES, assert_close, backend, leaves
+from tests.backends import COMPILED_NAMES, assert_close, backend, leaves
 from tests.programs.python_corpus import PY_CORPUS_BY_NAME
 
 WIDTHS = (4,)
 compiled_param = pytest.mark.parametrize(
-    "backend_name", [n for n in BACKEND_NAMES if n != "numpy"]
+    "backend_name", COMPILED_NAMES
 )
 
 # Recursion (fib, hanoi, digit_frames), mutual recursion, loops, the NUTS-shaped tree,
@@ -48,7 +48,7 @@ def _assert_same(actual, expected, backend_name):
 # The fast tier takes the programs in turn, one compiled backend each (tests/tiers.py).
 @pytest.mark.parametrize(
     ("name", "backend_name"),
-    tiers.in_turn([(name,) for name in CORPUS], [n for n in BACKEND_NAMES if n != "numpy"]),
+    tiers.in_turn([(name,) for name in CORPUS], COMPILED_NAMES),
 )
 def test_compacted_corpus_equals_dry_run(name, backend_name):
     # Collatz (cheap to compile) with two buckets: each step picks one of three widths.

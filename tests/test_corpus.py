@@ -46,6 +46,22 @@ def test_batched_equals_per_example(entry, stackless, batch_size):
     _assert_same(actual, expected)
 
 
+@pytest.mark.parametrize("entry", CORPUS, ids=lambda p: p.name)
+def test_batched_equals_per_example_on_torch(entry):
+    """The eager machine on torch tensors gives the reference's values and dtypes."""
+    torch = pytest.importorskip("torch")
+    from pcbatch.backends.torch import TorchBackend
+
+    args = entry.make_args(np.random.RandomState(37), 37)
+    expected = _ground_truth(entry.build(), args)
+    actual = runner.run(
+        entry.build(), args, backend=TorchBackend(), max_stack_depth=entry.max_stack_depth
+    )
+    for a, e in zip(flatten(actual), flatten(expected), strict=True):
+        assert isinstance(a, torch.Tensor) and a.numpy().dtype == np.asarray(e).dtype
+    _assert_same(actual, expected)
+
+
 @pytest.mark.parametrize("entry", [p for p in CORPUS if p.reference], ids=lambda p: p.name)
 def test_reference_interpreter_matches_plain_python(entry):
     rng = np.random.RandomState(0)

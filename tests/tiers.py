@@ -31,17 +31,19 @@ def pick(fast: T, slow: T) -> T:
 
 def in_turn(cases: list, backend_names: list) -> list:
     """``pytest.param(*case, backend_name)`` for every case and backend: every case on
-    NumPy; on JAX and TensorFlow, where each case is a compilation of its own, the fast
-    tier takes the cases in turn, one compiled backend each (so each runs about half of
-    them), and the slow tier runs all. A case is a ``pytest.param`` or a tuple."""
-    compiled = [b for b in backend_names if b != "numpy"]
+    NumPy and Torch (eager: nothing to compile); on JAX and TensorFlow, where each case is
+    a compilation of its own, the fast tier takes the cases in turn, one compiled backend
+    each (so each runs about half of them), and the slow tier runs all. A case is a
+    ``pytest.param`` or a tuple."""
+    eager = ("numpy", "torch")
+    compiled = [b for b in backend_names if b not in eager]
     params = []
     for backend_name in backend_names:
         for k, case in enumerate(cases):
             values, case_id = (
                 (tuple(case.values), case.id) if hasattr(case, "values") else (tuple(case), None)
             )
-            fast = backend_name == "numpy" or compiled[k % len(compiled)] == backend_name
+            fast = backend_name in eager or compiled[k % len(compiled)] == backend_name
             case_id = case_id or "-".join(str(v) for v in values)
             params.append(
                 pytest.param(

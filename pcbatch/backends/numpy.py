@@ -137,7 +137,7 @@ class StackVariable(RegisterVariable):
         return self
 
 
-def _may_cast(have: np.dtype, want: np.dtype) -> bool:
+def may_cast(have: np.dtype, want: np.dtype) -> bool:
     """Casts a result may need: within a kind or up (NumPy's same_kind), and a weak
     Python int (stored int64) into the unsigned dtype its variable takes (NEP 50)."""
     return np.can_cast(have, want, casting="same_kind") or (have.kind == "i" and want.kind == "u")
@@ -222,7 +222,7 @@ class NumpyBackend:
             if missing > 0:
                 array = array.reshape(array.shape[:1] + (1,) * missing + array.shape[1:])
         if array.dtype != type_.dtype:
-            if not _may_cast(array.dtype, np.dtype(type_.dtype)):
+            if not may_cast(array.dtype, np.dtype(type_.dtype)):
                 raise TypeError(f"got dtype {array.dtype}, expected {np.dtype(type_.dtype)}")
             array = array.astype(type_.dtype)
         return np.broadcast_to(array, target)

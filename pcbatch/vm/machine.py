@@ -512,7 +512,8 @@ def measure_depth(program, args, rows, max_stack_depth, backend) -> tuple:
         type_ = program.var_types[name]
 
         def take(t, leaf):
-            leaf = np.asarray(leaf)
+            # On the host (a CUDA tensor has no np.asarray); Python numbers as NumPy's.
+            leaf = backend.to_host(leaf) if hasattr(leaf, "shape") else np.asarray(leaf)
             if len(leaf.shape) == len(t.shape) or leaf.shape[0] == 1:
                 return leaf
             return leaf[rows]

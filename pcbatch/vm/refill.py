@@ -99,7 +99,9 @@ def execute(program, args, order, lanes, group, *, backend, max_stack_depth, max
     eager machine, starting them in ``order``, refilling once ``group`` lanes are free;
     main's results for every input, in input order (`pcbatch.vm.dispatch` checks the
     options and handles zero inputs)."""
-    inputs = broadcast_inputs(program, args)
+    # The pending inputs wait on the host (``to_host``: a CUDA tensor has no np.asarray).
+    on_host = lambda leaf: backend.to_host(leaf) if hasattr(leaf, "shape") else leaf
+    inputs = broadcast_inputs(program, [map_pattern(on_host, arg) for arg in args])
     first = [map_pattern(lambda leaf: leaf[order[:lanes]], arg) for arg in inputs]
     run = machine.start(program, first, backend, lanes, max_stack_depth)
     feeder = _Feeder(run, inputs, order, group)
@@ -111,7 +113,8 @@ def execute(program, args, order, lanes, group, *, backend, max_stack_depth, max
         raise machine.overflow_error(
             run, full, inputs, max_stack_depth, True, members=members[members >= 0]
         ) from None
-    results = tuple(feeder.outputs)
+    # Collected on the host; a run's results are the backend's arrays (torch's, say).
+    results = tuple(map_pattern(backend.copy_out, out) for out in feeder.outputs)
     return results[0] if len(results) == 1 else results
 
 

@@ -64,24 +64,26 @@ from tests.tiers import pick
 # spend seconds compiling each one (more in benchmarks/fuzz.py). The fast tier checks a
 # small sample of every configuration; ``--slow`` (tests/tiers.py) the long one.
 EXAMPLES = pick(
-    {"numpy": 50, "stackless": 15, "returns_first": 15, "jax": 2, "tensorflow": 2},
-    {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tensorflow": 4},
+    {"numpy": 50, "stackless": 15, "returns_first": 15, "jax": 2, "tensorflow": 2, "torch": 30},
+    {"numpy": 150, "stackless": 40, "returns_first": 40, "jax": 6, "tensorflow": 4,
+     "torch": 150},
 )
 # Packed runs: (programs per pack, packs). Compiled, a pack costs about as much as its
 # programs one by one, so the compiled packs mainly test programs diverging side by side
 # and the compilers (TensorFlow's graph mode, the slowest at ~57 s a program on a busy
 # CI machine, keeps only its Hypothesis examples); the ``_eager`` configs run the staged
-# machine op by op (module docstring). NumPy checks 200 programs in a few seconds.
+# machine op by op (module docstring). NumPy checks 200 programs in a few seconds; Torch
+# (eager, as NumPy) about as fast.
 PACKS = pick(
-    {"numpy": (20, 2), "jax": (3, 1), "tensorflow_xla": (2, 1),
+    {"numpy": (20, 2), "torch": (20, 1), "jax": (3, 1), "tensorflow_xla": (2, 1),
      "jax_eager": (4, 1), "tensorflow_eager": (4, 1)},
-    {"numpy": (40, 5), "jax": (4, 2), "tensorflow_xla": (2, 2),
+    {"numpy": (40, 5), "torch": (40, 5), "jax": (4, 2), "tensorflow_xla": (2, 2),
      "jax_eager": (4, 25), "tensorflow_eager": (4, 25)},
 )
 EAGER = {"jax_eager": "jax", "tensorflow_eager": "tensorflow"}
 # Eager configs run in parts (``config:part``, seeds 10,000 apart) so workers share them.
 PARTS = pick({"jax_eager": 1, "tensorflow_eager": 1}, {"jax_eager": 3, "tensorflow_eager": 2})
-_NEEDS = {"numpy": "numpy", "jax": "jax", "tensorflow_xla": "tensorflow", **EAGER}
+_NEEDS = {"numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow_xla": "tensorflow", **EAGER}
 PACK_CONFIGS = [
     f"{config}:{part}" if config in PARTS else config
     for config, name in _NEEDS.items()

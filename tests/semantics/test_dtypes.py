@@ -262,7 +262,7 @@ def assert_matches_python(actual, expected: list, backend_name: str) -> None:
     for i, e in enumerate(expected):
         e = np.asarray(e).astype(want)
         if want.kind in "fc":
-            rtol = 0 if backend_name == "numpy" else _tolerance(want)
+            rtol = 0 if backend_name in backends.EAGER_NAMES else _tolerance(want)
             np.testing.assert_allclose(actual[i], e, rtol=rtol, err_msg=f"example {i}")
         else:
             assert actual[i] == e, f"example {i}: {actual[i]!r} != {e!r}"
@@ -468,7 +468,8 @@ def test_a_python_int_out_of_the_arrays_range_is_an_overflow_error(backend_name)
     backend = backends.backend(backend_name)
     # NumPy names the number, as NumPy does; a compiled machine names the line.
     line = inspect.getsourcelines(add_counter_to_small.python_function)[1] + 4
-    message = "256 out of bounds for uint8" if backend_name == "numpy" else f"test_dtypes.py:{line}"
+    eager = backend_name in backends.EAGER_NAMES
+    message = "256 out of bounds for uint8" if eager else f"test_dtypes.py:{line}"
     with pytest.raises(OverflowError, match=message):
         np.asarray(add_counter_to_small(x, np.array([300, 3]), backend=backend))
     with pytest.raises(OverflowError, match="out of bounds"):

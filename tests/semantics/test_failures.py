@@ -45,7 +45,7 @@ def test_eager_step_limit_raises(backend_name):
         collatz(np.array([6, 27]), backend=backend, max_steps=40)
 
 
-@pytest.mark.parametrize("backend_name", [n for n in backends.BACKEND_NAMES if n != "numpy"])
+@pytest.mark.parametrize("backend_name", backends.COMPILED_NAMES)
 def test_under_most_threads_a_runaway_lane_keeps_the_others_waiting(backend_name):
     """Documented (docs/semantics/failures.md): the status says so, nothing is wrong."""
     backend = backends.backend(backend_name)

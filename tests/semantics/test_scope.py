@@ -138,7 +138,7 @@ def test_rebinding_a_global_to_an_equal_number_keeps_the_compiled_program(monkey
     assert ctx.program("scaled") is not program
 
 
-@pytest.mark.parametrize("backend_name", [n for n in backends.BACKEND_NAMES if n != "numpy"])
+@pytest.mark.parametrize("backend_name", backends.COMPILED_NAMES)
 def test_a_recompile_drops_the_old_compiled_program(backend_name, monkeypatch):
     backend = backends.make_backend(backend_name)  # a compile cache of its own
     _, scaled = _scaled_context()

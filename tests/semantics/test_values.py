@@ -127,7 +127,7 @@ def test_global_random_draws_are_rejected_at_the_users_line(name, backend_name):
 def test_python_scalars_in_a_plain_helper_work_per_lane_or_raise_clearly(backend_name):
     function = values_src.helper_float
     args = _arguments(function)
-    if backend_name == "numpy":  # one example at a time, and says so
+    if backend_name in backends.EAGER_NAMES:  # one example at a time, and says so
         with pytest.warns(PerExampleFallbackWarning):
             actual = _run_batched(function, backend_name, args)
         backends.assert_close(actual, _per_example(function, args)[0], backend_name)

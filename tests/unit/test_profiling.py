@@ -29,8 +29,8 @@ def test_per_block_and_per_line_tables(backend_name):
         assert row["line"].startswith("examples.py:")
         assert 0 < row["utilization"] <= 1
         assert row["mean_active_lanes"] == pytest.approx(row["utilization"] * 5)
-        # Wall time is measured by the NumPy VM only.
-        assert (row["seconds"] is not None) == (backend_name == "numpy")
+        # Wall time is measured by the eager VM (NumPy, Torch) only.
+        assert (row["seconds"] is not None) == (backend_name in backends.EAGER_NAMES)
     lines = prof.line_table()
     # The loop's test is code of the entry block (the first test) and of the body block
     # (the test of the back edge, threaded into it): its line adds up both.

@@ -1,0 +1,352 @@
+"""The PyTorch backend: the eager machine with its state in torch tensors.
+
+The VM's registers, stacks and program counters are torch tensors on one device
+(the inputs' device when pcbatch picks the backend from ``torch.Tensor``
+arguments), and a run's results are torch tensors there, of the dtypes NumPy's
+rules give (a float32 input stays float32).
+
+Per-example code means what it means on NumPy, value and dtype (NumPy 2 promotion,
+Python numbers weak, ``int / int`` a float64). Torch's own rules differ (``int / int``
+gives its default float32; its promotion lattice is not NumPy's), so this first
+version computes each primitive with pcbatch's NumPy machinery
+(`pcbatch.backends.batched_array`) on the active rows, copied to the host and back.
+That is the reference meaning by construction; ``torch`` functions called on
+per-example values are rejected at the user's line, naming what to use instead.
+Primitives see only the active threads' rows, as on NumPy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from pcbatch.backends import batched_array
+from pcbatch.backends.base import StackFull
+from pcbatch.backends.numpy import NumpyBackend, may_cast
+from pcbatch.ir import setitem
+from pcbatch.ir.types import TensorType, is_pattern_node, rebuild
+
+__all__ = ["TorchBackend"]
+
+_TORCH_OF_NUMPY = {
+    np.dtype(np.bool_): torch.bool,
+    np.dtype(np.uint8): torch.uint8,
+    np.dtype(np.int8): torch.int8,
+    np.dtype(np.int16): torch.int16,
+    np.dtype(np.int32): torch.int32,
+    np.dtype(np.int64): torch.int64,
+    np.dtype(np.float16): torch.float16,
+    np.dtype(np.float32): torch.float32,
+    np.dtype(np.float64): torch.float64,
+    np.dtype(np.complex64): torch.complex64,
+    np.dtype(np.complex128): torch.complex128,
+}
+_NUMPY_OF_TORCH = {t: n for n, t in _TORCH_OF_NUMPY.items()}
+# NumPy's unsigned types wider than 8 bits have only limited support in torch (no
+# arithmetic on CPU): values of those types are refused rather than half-supported.
+
+
+def torch_dtype(dtype: Any) -> torch.dtype:
+    """The torch dtype holding NumPy ``dtype``'s values, or a TypeError naming it."""
+    dtype = np.dtype(dtype)
+    if dtype not in _TORCH_OF_NUMPY:
+        raise TypeError(
+            f"TorchBackend cannot hold values of dtype {dtype}: torch has no full support "
+            f"for it; use one of {', '.join(str(d) for d in _TORCH_OF_NUMPY)}"
+        )
+    return _TORCH_OF_NUMPY[dtype]
+
+
+def numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The NumPy dtype of torch ``dtype`` (bfloat16 and others NumPy lacks: a TypeError)."""
+    if dtype not in _NUMPY_OF_TORCH:
+        name = str(dtype).removeprefix("torch.")
+        why = (
+            "torch supports too few operations on it" if hasattr(np, name)
+            else "per-example code means what it means on NumPy, which has no such dtype"
+        )
+        raise TypeError(
+            f"TorchBackend cannot run on torch.{name} tensors: {why}; convert the argument "
+            "(say, .to(torch.float32) or .to(torch.int64)) first"
+        )
+    return _NUMPY_OF_TORCH[dtype]
+
+
+@dataclasses.dataclass
+class TorchLanes:
+    """Active rows: ``index`` (sorted row numbers, on the device) or None for every row."""
+
+    index: torch.Tensor | None
+    count: int
+    batch_size: int
+    device: torch.device
+
+    def rows(self) -> torch.Tensor:
+        if self.index is None:
+            return torch.arange(self.batch_size, device=self.device)
+        return self.index
+
+
+class TorchRegister:
+    """One value per thread, in a torch tensor; updated in place."""
+
+    def __init__(self, name: str, type_: TensorType, batch_size: int, device):
+        self.name = name
+        self.type = type_
+        self.top = torch.zeros(
+            (batch_size, *type_.shape), dtype=torch_dtype(type_.dtype), device=device
+        )
+        self.high_water = 0
+
+    def read(self, lanes: TorchLanes) -> torch.Tensor:
+        return self.top if lanes.index is None else self.top[lanes.index]
+
+    def update(self, value: torch.Tensor, lanes: TorchLanes) -> TorchRegister:
+        self._set_top(value, lanes)
+        return self
+
+    def _set_top(self, value: torch.Tensor, lanes: TorchLanes) -> None:
+        if not isinstance(value, torch.Tensor):  # a block number the machine jumps to
+            value = torch.as_tensor(value, dtype=self.top.dtype, device=self.top.device)
+        elif value.dtype != self.top.dtype:  # the machine's own values (program counters)
+            value = value.to(self.top.dtype)
+        if lanes.index is None:
+            # Replace rather than overwrite: a full-width read handed out the old tensor,
+            # and a parallel copy (a, b = b, a) may still read it.
+            self.top = value.expand(self.top.shape).clone()
+        else:
+            self.top[lanes.index] = value
+
+    def assign_items(self, assignment, value, indices: list, lanes: TorchLanes):
+        """``top[index] = value`` in place, for the lanes' threads only."""
+        dims = self.top.shape[1:]
+        wrap = lambda i, axis: torch.where(i < 0, i + dims[axis], i)
+        key = assignment.key(lanes.rows(), [_as_index(i, self.top.device) for i in indices], wrap)
+        value = torch.as_tensor(value, device=self.top.device).to(self.top.dtype)
+        self.top[key] = setitem.align(value, assignment.rest_rank(self.top.ndim))
+        return self
+
+    def clear_stack(self, lanes: TorchLanes) -> TorchRegister:
+        return self  # a register has no stack
+
+    def push(self, value, lanes):
+        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+
+    def pop(self, lanes):
+        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+
+
+def _as_index(value, device) -> torch.Tensor:
+    return torch.as_tensor(value, device=device).to(torch.int64)
+
+
+class TorchStack(TorchRegister):
+    """A register plus a per-thread stack of saved values (grown on demand, doubling)."""
+
+    def __init__(self, name: str, type_: TensorType, batch_size: int, max_depth: int, device):
+        super().__init__(name, type_, batch_size, device)
+        self.max_depth = max_depth
+        self.depth = torch.zeros(batch_size, dtype=torch.int64, device=device)
+        capacity = min(max_depth, 4)
+        self.stack = self.top.new_zeros((capacity, *self.top.shape))
+
+    def _grow_to(self, needed: int) -> None:
+        capacity = len(self.stack)
+        if needed <= capacity:
+            return
+        new_capacity = min(self.max_depth, max(needed, 2 * capacity))
+        extra = self.stack.new_zeros((new_capacity - capacity, *self.stack.shape[1:]))
+        self.stack = torch.cat([self.stack, extra])
+
+    def push(self, value: torch.Tensor, lanes: TorchLanes) -> TorchStack:
+        rows = lanes.rows()
+        if not len(rows):
+            return self
+        depth = self.depth[rows]
+        deepest = int(depth.max())
+        if deepest >= self.max_depth:
+            raise StackFull(self.name, rows[depth >= self.max_depth].cpu().numpy())
+        self._grow_to(deepest + 1)
+        self.stack[depth, rows] = self.top[rows]
+        self.depth[rows] = depth + 1
+        self.high_water = max(self.high_water, deepest + 1)
+        self._set_top(value, lanes)
+        return self
+
+    def clear_stack(self, lanes: TorchLanes) -> TorchStack:
+        self.depth[lanes.rows()] = 0
+        return self
+
+    def pop(self, lanes: TorchLanes) -> TorchStack:
+        rows = lanes.rows()
+        depth = self.depth[rows] - 1
+        if len(depth) and int(depth.min()) < 0:
+            raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
+        self.depth[rows] = depth
+        self._set_top(self.stack[depth, rows], lanes)
+        return self
+
+
+class TorchBackend(NumpyBackend):
+    """Runs the eager VM on torch tensors on ``device``, touching only active rows.
+
+    Args:
+      device: where the VM's state and the results live (default: torch's default
+        device). Chosen automatically, pcbatch uses the arguments' device.
+
+    Types, type inference and the seed's array surface are NumPy's (inherited), so
+    a program's types are exactly those it has on NumPy.
+    """
+
+    name = "torch"
+    gathers_active_rows = True
+    measures_stack_depth = True
+    variable_class = TorchRegister
+
+    def __init__(self, device: Any = None, safety_checks: bool = True):
+        super().__init__(safety_checks)
+        self.device = torch.device(device) if device is not None else torch.get_default_device()
+
+    def __repr__(self) -> str:
+        return f"TorchBackend(device={str(self.device)!r})"
+
+    # -- the VM core -------------------------------------------------------
+    def create_variable(self, name, alloc, type_, max_stack_depth, batch_size):
+        from pcbatch.ir.types import VariableAllocation
+
+        if alloc == VariableAllocation.FULL:
+            return TorchStack(name, type_, batch_size, max_stack_depth, self.device)
+        return TorchRegister(name, type_, batch_size, self.device)
+
+    def all_lanes(self, batch_size: int) -> TorchLanes:
+        return TorchLanes(None, batch_size, batch_size, self.device)
+
+    def lanes_at(self, program_counter: torch.Tensor, block_index: int) -> TorchLanes:
+        size = len(program_counter)
+        index = torch.nonzero(program_counter == block_index).flatten()
+        if len(index) == size:
+            return TorchLanes(None, size, size, self.device)
+        return TorchLanes(index, len(index), size, self.device)
+
+    def lanes_of(self, rows, batch_size: int) -> TorchLanes:
+        index = torch.as_tensor(np.asarray(rows, dtype=np.int64), device=self.device)
+        return TorchLanes(index, len(index), batch_size, self.device)
+
+    def place(self, value, lanes: TorchLanes, type_: TensorType, leading_batch: bool = False):
+        """``value`` cast to ``type_`` and broadcast to the lanes' rows, on the device."""
+        want = torch_dtype(type_.dtype)
+        target = (lanes.count, *type_.shape)
+        if isinstance(value, torch.Tensor):
+            have = numpy_dtype(value.dtype)
+            tensor = value.to(self.device)
+        else:
+            array = np.asarray(value)
+            have = array.dtype
+            if have not in _TORCH_OF_NUMPY and may_cast(have, np.dtype(type_.dtype)):
+                array = array.astype(type_.dtype)  # say, a uint32 constant into int64
+            if not array.flags.writeable:  # a primitive passed its input through
+                array = array.copy()
+            tensor = torch.as_tensor(array, dtype=torch_dtype(array.dtype), device=self.device)
+        if tuple(tensor.shape) == target and tensor.dtype == want:
+            return tensor
+        if leading_batch:
+            missing = len(type_.shape) - (tensor.ndim - 1)
+            if missing > 0:
+                tensor = tensor.reshape(tensor.shape[:1] + (1,) * missing + tensor.shape[1:])
+        if tensor.dtype != want:
+            if not may_cast(have, np.dtype(type_.dtype)):
+                raise TypeError(f"got dtype {have}, expected {np.dtype(type_.dtype)}")
+            tensor = tensor.to(want)
+        try:
+            return tensor.expand(target)
+        except RuntimeError as e:
+            raise ValueError(
+                f"cannot broadcast shape {tuple(tensor.shape)} to {target}: {e}"
+            ) from None
+
+    def gather(self, value, lanes: TorchLanes):
+        return value if lanes.index is None else value[lanes.index]
+
+    def vectorize(self, function: Callable) -> Callable:
+        """A function written for one example, applied to batched tensors (NumPy's meaning)."""
+        batched = batched_array.vectorize(_naming_torch_calls(function))
+
+        @functools.wraps(function)
+        def on_host(*args):
+            return batched(*[_host_pattern(a) for a in args])
+
+        return on_host
+
+    def adapt(self, function: Callable) -> Callable:
+        """A batched primitive written with NumPy (pcbatch's own checks, a user's batched
+        helper), run on the host copies of the active rows: NumPy's meaning exactly."""
+
+        @functools.wraps(function)
+        def on_host(*args):
+            return function(*[_host_pattern(a) for a in args])
+
+        return on_host
+
+    def select(self, condition, if_true, if_false):
+        condition = torch.as_tensor(condition, device=self.device)
+        if condition.dtype != torch.bool:
+            condition = condition != 0
+        return torch.where(
+            condition,
+            torch.as_tensor(if_true, device=self.device),
+            torch.as_tensor(if_false, device=self.device),
+        )
+
+    def to_host(self, value) -> np.ndarray:
+        if isinstance(value, torch.Tensor):
+            return value.detach().cpu().numpy()
+        return np.asarray(value)
+
+    def copy_out(self, value) -> torch.Tensor:
+        if isinstance(value, torch.Tensor):
+            return value.clone()
+        return torch.as_tensor(np.array(value), device=self.device)
+
+    def next_block(self, program_counter: torch.Tensor) -> int:
+        return int(program_counter.min())
+
+    # -- types ---------------------------------------------------------------
+    def type_of(self, t, preferred_dtype=None) -> TensorType:
+        if isinstance(t, torch.Tensor):
+            return TensorType(numpy_dtype(t.dtype), tuple(t.shape))
+        return super().type_of(t, preferred_dtype)
+
+
+def _host_pattern(value):
+    """A primitive's argument as NumPy arrays (a full-width read: read-only, as on NumPy)."""
+    if is_pattern_node(value):
+        return rebuild(value, [_host_pattern(v) for v in value])
+    if not isinstance(value, torch.Tensor):
+        return value
+    array = value.detach().cpu().numpy()
+    array.flags.writeable = False  # a primitive must not mutate VM state
+    return array
+
+
+def _naming_torch_calls(function: Callable) -> Callable:
+    """``function``, where a torch function called on a per-example value says what to do."""
+
+    @functools.wraps(function)
+    def checked(*args):
+        try:
+            return function(*args)
+        except TypeError as e:
+            if "BatchedArray" not in str(e) or "Tensor" not in str(e):
+                raise
+            raise TypeError(
+                f"{e}: on TorchBackend, per-example code computes with NumPy functions "
+                "(np.sqrt, np.where, ...), which mean on torch exactly what they mean on "
+                "NumPy; torch functions on per-example values are not supported yet"
+            ) from None
+
+    return checked

@@ -1,0 +1,147 @@
+"""TorchBackend: the eager machine on torch tensors, meaning what NumPy means (issue 29).
+
+The semantic suite runs on Torch through `tests.backends` with NumPy arguments; these
+tests pass ``torch.Tensor`` arguments: the backend is chosen from them, results stay
+on their device with NumPy's dtypes, and what NumPy's meaning cannot cover on torch is
+refused with an error saying what to change.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pcbatch
+
+torch = pytest.importorskip("torch")
+
+ctx = pcbatch.Context()
+
+
+@ctx.batch
+def collatz(n):
+    steps = 0
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        steps += 1
+    return steps, steps / 2
+
+
+@ctx.batch
+def depth(n):
+    if n <= 0:
+        return 0
+    return 1 + depth(n - 1)
+
+
+@ctx.batch
+def scaled(x, n):
+    total = x * 0
+    for i in range(n):
+        total = total + np.sqrt(x) / n + i / 2
+    return total, np.where(x > 1, x, -x), x * 2
+
+
+@ctx.batch
+def safe_log(x):
+    if x > 0:
+        return np.log(x)
+    return x * 0
+
+
+@ctx.batch
+def calls_torch(x):
+    y = torch.sin(x)
+    return y
+
+
+def _same(torch_result, numpy_result) -> None:
+    for got, want in zip(pcbatch.ir.types.flatten(torch_result),
+                         pcbatch.ir.types.flatten(numpy_result)):
+        assert isinstance(got, torch.Tensor)
+        got = got.numpy()
+        assert got.dtype == want.dtype, (got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_torch_arguments_choose_the_torch_backend_and_get_numpys_results():
+    n = torch.tensor([1, 6, 7, 12])
+    _same(collatz(n), collatz(n.numpy()))
+    _same(depth(n), depth(n.numpy()))
+
+
+def test_dtypes_follow_numpy_not_torch():
+    # Torch would give float32 for int / int and promote differently; NumPy's rules hold.
+    x, n = torch.tensor([0.5, 4.0], dtype=torch.float32), torch.tensor([1, 3])
+    total, chosen, doubled = scaled(x, n)
+    assert total.dtype == torch.float64  # i / 2 is a float64 in Python's and NumPy's terms
+    assert chosen.dtype == doubled.dtype == torch.float32  # the weak 2 keeps float32
+    _same((total, chosen, doubled), scaled(x.numpy(), n.numpy()))
+    assert collatz(torch.tensor([6]))[1].dtype == torch.float64
+
+
+def test_results_stay_on_the_inputs_device():
+    x = torch.tensor([1.0, 2.0], device="cpu")
+    (result, *_) = scaled(x, 2)
+    assert result.device == x.device
+    assert pcbatch.TorchBackend().device == torch.get_default_device()
+
+
+def test_backend_by_name_and_object_take_numpy_arguments():
+    n = np.array([3, 5])
+    _same(depth(n, backend="torch"), depth(n))
+    _same(depth(n, backend=pcbatch.TorchBackend(device="cpu")), depth(n))
+
+
+def test_primitives_see_only_the_active_threads_rows():
+    x = torch.tensor([-1.0, 4.0, 0.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # np.log of a negative row would warn
+        _same(safe_log(x), safe_log(x.numpy()))
+
+
+def test_a_stack_overflow_measures_the_depth_as_on_numpy():
+    with pytest.raises(pcbatch.StackOverflowError) as numpy_error:
+        depth(np.array([3, 40]), max_stack_depth=8)
+    with pytest.raises(pcbatch.StackOverflowError) as error:
+        depth(torch.tensor([3, 40]), max_stack_depth=8)
+    assert str(error.value) == str(numpy_error.value)
+
+
+def test_refilled_lanes_give_numpys_results():
+    n = torch.arange(1, 30)
+    _same(collatz.map(n, width=4, group=2), collatz.map(n.numpy(), width=4, group=2))
+
+
+def test_a_torch_function_on_a_per_example_value_is_refused_saying_what_to_use():
+    with pytest.raises(pcbatch.PcbatchError, match=r"test_torch_backend.py:\d+ in calls_torch"
+                       r"(.|\n)*NumPy functions \(np.sqrt, np.where"):
+        calls_torch(torch.tensor([1.0]))
+
+
+def test_a_dtype_numpy_lacks_is_refused():
+    with pytest.raises(TypeError, match=r"depth\(\): argument 'n': (.|\n)*torch.bfloat16 "
+                       r"tensors(.|\n)*to\(torch.float32\)"):
+        depth(torch.tensor([1, 2], dtype=torch.bfloat16))
+
+
+@ctx.batch
+def halve_down(x, n):
+    while n > 0:
+        x = x / 2 + np.sqrt(n)
+        n -= 1
+    return x, n / 2
+
+
+def test_dry_run_on_torch_arguments_means_numpy_and_leaves_them_alone():
+    # Per example, n is a NumPy value: n / 2 is float64, and n -= 1 rebinds n instead of
+    # decrementing the caller's tensor in place (as a torch scalar view would).
+    x, n = torch.tensor([1.0, 2.0], dtype=torch.float32), torch.tensor([1, 3])
+    expected = halve_down(x.numpy(), n.numpy(), dry_run=True)
+    dry = halve_down(x, n, dry_run=True)
+    assert n.tolist() == [1, 3] and x.tolist() == [1.0, 2.0]
+    _same(dry, expected)
+    _same(halve_down(x, n), expected)
+    assert n.tolist() == [1, 3] and x.tolist() == [1.0, 2.0]
