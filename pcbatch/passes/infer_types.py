@@ -154,6 +154,7 @@ class _Inference:
         self.types: dict = dict(program.var_types)
         self.first_loc: dict = {}
         self.prim_cache: dict = {}
+        self.narrowing: set = set()  # prim_cache keys that convert a weak int narrowly
         self.declared: dict = {}  # result types a function's type_inference fixes
         self.changed = False
 
@@ -239,7 +240,13 @@ class _Inference:
             return
         key = (id(op.function), type_key(in_types))
         if key not in self.prim_cache:
-            self.prim_cache[key] = self.run_primitive(op, in_types)
+            # A weak int converted to a narrow int dtype on the way (the array may be
+            # made inside the primitive: ``x.astype(np.int8) + i``) needs the compiled
+            # machines' overflow probe (`weak_values.overflow_probe`).
+            with weak_values.collecting_overflow() as conversions:
+                self.prim_cache[key] = self.run_primitive(op, in_types)
+            if conversions:
+                self.narrowing.add(key)
             _check_not_objects(op, self.prim_cache[key])
         self.bind_outputs(op, op.vars_out, self.prim_cache[key])
 
@@ -358,7 +365,9 @@ class _Inference:
             if not isinstance(op, PrimOp):
                 return op
             if op.vars_in and all(v in self.types for v in op.vars_in):
-                op = with_weak_inputs(op, [self.types[v] for v in op.vars_in])
+                in_types = tuple(self.types[v] for v in op.vars_in)
+                narrowing = (id(op.function), type_key(in_types)) in self.narrowing
+                op = with_weak_inputs(op, in_types, narrowing)
             return op
 
         self.check_literals()
@@ -461,14 +470,15 @@ def _literal_does_not_fit(value, loc, var: str, t: TensorType) -> TypeInferenceE
     )
 
 
-def with_weak_inputs(op: PrimOp, in_types: Sequence[Type]) -> PrimOp:
+def with_weak_inputs(op: PrimOp, in_types: Sequence[Type], narrowing: bool = False) -> PrimOp:
     """``op``, marking its weak inputs where it also reads strong ones (a per-example
-    primitive: the frontend's expressions); weak values alone compute as Python's."""
+    primitive: the frontend's expressions); weak values alone compute as Python's.
+    ``narrowing``: type inference saw it convert a weak int to a narrow int dtype."""
     leaves = [leaf for t in in_types for leaf in flatten(t.tensors)]
     if not op.per_example or all(map(is_weak, leaves)) or not any(map(is_weak, leaves)):
         return op
     flags = [map_pattern(is_weak, t.tensors) for t in in_types]
-    overflow_at = str(op.loc) if _may_overflow(leaves) else None
+    overflow_at = str(op.loc) if narrowing or _may_overflow(leaves) else None
     function = weak_values.with_weak_inputs(op.function, flags, overflow_at)
     return dataclasses.replace(op, function=function)
 
