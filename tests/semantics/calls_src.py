@@ -216,3 +216,20 @@ def _nothing(x):
 def helper_returns_none(x):
     y = _nothing(x)  # ERROR
     return y + 1
+
+
+#: what `noisy_helper` was called with: a side effect (docs/semantics.md, plain helpers)
+helper_calls: list = []
+
+
+def noisy_helper(v):
+    helper_calls.append(1)
+    return v * 2.0
+
+
+@ctx.batch
+def calls_noisy_helper(x):
+    y = noisy_helper(x)
+    if y > 1.0:
+        y = noisy_helper(y)
+    return y

@@ -242,6 +242,16 @@ def test_async_function_and_method_are_rejected_at_decoration():
     assert ctx.function_names() == []
 
 
+def test_a_lambda_is_rejected():
+    """docs/semantics.md: lambdas are rejected (a positional lambda given to ``ctx.batch``
+    is the seed's ``type_inference``, so the function it then decorates must be a def)."""
+    ctx = pcbatch.Context()
+    with pytest.raises(ValueError, match="defined with def, not lambda"):
+        ctx.batch_uncurried(lambda x: x * 2)(XS)
+    with pytest.raises(TypeError, match="needs a function defined with def"):
+        ctx.batch(lambda x: x * 2)(XS)
+
+
 # -- D16: a list is a batch, a tuple a structured value ---------------------------------
 @backend_param
 def test_list_of_numbers_is_a_batch(backend_name):
@@ -340,3 +350,25 @@ def test_run_checks_its_counts_too(backend_name):
         pcbatch.run(program, [XS], backend=b, max_stack_depth=-1)
     with pytest.raises(TypeError, match="max_steps takes a non-negative int or None"):
         pcbatch.run(program, [XS], backend=b, max_steps="10")
+
+
+@backend_param
+def test_a_plain_helpers_side_effects_run_when_pcbatch_runs_it_not_per_example(backend_name):
+    """docs/semantics.md, "a plain helper's side effects": type inference calls the
+    helper on dummy inputs while compiling; NumPy calls it once per batched step (for
+    every example at once), JAX and TensorFlow only while tracing; ``dry_run`` (and the
+    plain function) once per example. Per example Python would append 5 times here."""
+    x = np.array([0.25, 1.0, 3.0])  # the first example skips the second call
+    src.helper_calls.clear()
+    src.calls_noisy_helper(x, dry_run=True)
+    assert len(src.helper_calls) == 5
+    fresh = backends.make_backend(backend_name)
+    src.helper_calls.clear()
+    expected = _per_example(src.calls_noisy_helper, {"x": x})
+    np.testing.assert_array_equal(src.calls_noisy_helper(x, backend=fresh), expected)
+    compiling = len(src.helper_calls)
+    src.helper_calls.clear()
+    np.testing.assert_array_equal(src.calls_noisy_helper(x, backend=fresh), expected)
+    warm = len(src.helper_calls)
+    assert warm == (2 if backend_name == "numpy" else 0)  # one per call site, not per example
+    assert compiling > warm  # the dummy runs (and the trace) come on top
