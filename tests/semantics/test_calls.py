@@ -252,6 +252,23 @@ def test_a_lambda_is_rejected():
         ctx.batch(lambda x: x * 2)(XS)
 
 
+@backend_param
+def test_batch_uncurried_of_a_function_calling_itself_by_its_global_name(backend_name):
+    """docs/semantics.md: the recursive call through the global name is a batched call."""
+    n = np.array([3, 6, 8, 0])
+    expected = [src.fib_by_global_name(int(k)) for k in n]
+    got = src.fib_uncurried(n, backend=backends.backend(backend_name))
+    np.testing.assert_array_equal(got, expected)
+
+
+@backend_param
+@pytest.mark.parametrize("name", ["calls_another_context", "calls_through_an_attribute"])
+def test_a_batched_function_of_another_context_is_rejected_at_the_line(backend_name, name):
+    fn = pcbatch.Context().batch(getattr(src, name))
+    _rejected_at_line(fn, lambda: fn(XS, backend=backends.backend(backend_name)),
+                      "another pcbatch.Context.*decorate both with the same ctx.batch")
+
+
 # -- D16: a list is a batch, a tuple a structured value ---------------------------------
 @backend_param
 def test_list_of_numbers_is_a_batch(backend_name):
