@@ -81,6 +81,11 @@ def _advice(error: Exception) -> str:
             "while, and/or, or recursion that stops on a value), which compiled backends "
             "cannot run: decorate the helper with ctx.batch, or use np.where in it."
         )
+    if isinstance(error, OverflowError):  # a literal out of the range of the array it meets
+        return (
+            "NumPy 2 raises it per example too: keep the number in the array's range, or "
+            "convert the array first (x.astype(np.int64))."
+        )
     if "None" in str(error):
         return (
             "If it made or took None: None is not a batched value; use a number or array "

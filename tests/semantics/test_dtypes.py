@@ -603,3 +603,20 @@ def test_a_numpy_scalar_type_called_on_a_per_example_value(backend_name):
     with pytest.raises(pcbatch.TypeInferenceError,
                        match=rf"(?s)test_dtypes.py:{line}.*astype\(np.int8\)"):
         int8_scalar_type(x, 3, backend=backend)
+
+
+@ctx.batch
+def literal_meets_int8_made_in_the_line(x):
+    return x.astype(np.int8) + 300
+
+
+@backends.backend_param
+def test_a_literal_out_of_the_range_of_an_int_array_made_in_the_line(backend_name):
+    """Every example raises OverflowError: rejected before anything runs, at the line."""
+    with pytest.raises(OverflowError):
+        literal_meets_int8_made_in_the_line.python_function(np.float64(1.5))
+    line = inspect.getsourcelines(literal_meets_int8_made_in_the_line.python_function)[1] + 2
+    with pytest.raises(pcbatch.TypeInferenceError,
+                       match=rf"(?s)test_dtypes.py:{line}.*OverflowError.*astype\(np.int64\)"):
+        literal_meets_int8_made_in_the_line(np.array([1.5, 2.5]),
+                                            backend=backends.backend(backend_name))
