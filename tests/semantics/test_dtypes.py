@@ -620,3 +620,46 @@ def test_a_literal_out_of_the_range_of_an_int_array_made_in_the_line(backend_nam
                        match=rf"(?s)test_dtypes.py:{line}.*OverflowError.*astype\(np.int64\)"):
         literal_meets_int8_made_in_the_line(np.array([1.5, 2.5]),
                                             backend=backends.backend(backend_name))
+
+
+@ctx.batch
+def stores_a_number(x, k):
+    buf = np.zeros(2, np.int8)
+    buf[0] = k
+    return buf + x.astype(np.int8)
+
+
+@backends.backend_param
+@pytest.mark.xfail(strict=True, reason="known gap (docs/semantics/dtypes.md): item "
+                   "assignment converts a Python int without NumPy 2's range check")
+def test_item_assignment_of_a_python_int_out_of_the_arrays_range(backend_name):
+    x = np.array([1.5, 2.5])
+    with pytest.raises(OverflowError):
+        stores_a_number.python_function(x[0], 300)
+    with pytest.raises(OverflowError):
+        np.asarray(stores_a_number(x, 300, backend=backends.backend(backend_name)))
+
+
+@backends.backend_param
+def test_item_assignment_of_a_python_int_in_range_is_exact(backend_name):
+    x = np.array([1.5, 2.5])
+    result = stores_a_number(x, 100, backend=backends.backend(backend_name))
+    np.testing.assert_array_equal(result, _per_example(stores_a_number, [x, 100]))
+    assert np.asarray(result).dtype == np.int8
+
+
+@ctx.batch
+def where_with_a_number(x, k):
+    return np.where(x > 2, x.astype(np.int8), k)
+
+
+@backends.backend_param
+def test_np_where_with_a_python_int_out_of_range_is_an_overflow_error(backend_name):
+    """Documented difference: NumPy's ``np.where`` casts 300 to int8 (44) silently;
+    pcbatch applies NumPy's arithmetic rule (OverflowError), never a silent value."""
+    x = np.array([1.5, 2.5])
+    assert where_with_a_number.python_function(x[0], 300) == 44
+    with pytest.raises(OverflowError):
+        np.asarray(where_with_a_number(x, 300, backend=backends.backend(backend_name)))
+    np.testing.assert_array_equal(where_with_a_number(x, 3, backend=backends.backend(backend_name)),
+                                  _per_example(where_with_a_number, [x, 3]))
