@@ -59,6 +59,7 @@ from pcbatch.ir.types import (
     same_structure,
     type_key,
 )
+from pcbatch.passes import item_values
 
 MAX_SWEEPS = 200
 _DUMMY_BATCHES = (2, 3)  # two sizes tell a batched result from a broadcast constant
@@ -375,11 +376,18 @@ class _Inference:
                 op = with_weak_inputs(op, in_types, narrowing)
             return op
 
+        def expand(op) -> tuple:
+            if item_values.needs_conversion(op, self.types):  # buf[i] = k, buf int8
+                return tuple(map(rewrite, item_values.converted(op, self.types)))
+            return (rewrite(op),)
+
         self.check_literals()
         functions = []
         for function in self.program.functions:
             blocks = tuple(
-                dataclasses.replace(block, instructions=tuple(map(rewrite, block.instructions)))
+                dataclasses.replace(
+                    block, instructions=tuple(o for op in block.instructions for o in expand(op))
+                )
                 for block in function.graph
             )
             functions.append(dataclasses.replace(function, graph=ControlFlowGraph(blocks)))

@@ -629,15 +629,36 @@ def stores_a_number(x, k):
     return buf + x.astype(np.int8)
 
 
+@ctx.batch
+def stores_a_counter(x, n):
+    buf = np.zeros(2, np.int8)
+    for i in range(n):
+        buf[0] = i
+    return buf + x.astype(np.int8)
+
+
 @backends.backend_param
-@pytest.mark.xfail(strict=True, reason="known gap (docs/semantics/dtypes.md): item "
-                   "assignment converts a Python int without NumPy 2's range check")
 def test_item_assignment_of_a_python_int_out_of_the_arrays_range(backend_name):
+    """``buf[0] = k`` into an int8 ``buf``: NumPy 2 raises OverflowError for k = 300
+    (it wrapped to 44 on every backend); per example, at the line."""
+    backend = backends.backend(backend_name)
     x = np.array([1.5, 2.5])
     with pytest.raises(OverflowError):
         stores_a_number.python_function(x[0], 300)
     with pytest.raises(OverflowError):
-        np.asarray(stores_a_number(x, 300, backend=backends.backend(backend_name)))
+        np.asarray(stores_a_number(x, 300, backend=backend))
+    n = np.array([3, 300])
+    expected = _per_example(stores_a_counter, [x, n])
+    assert expected[1] is OverflowError
+    line = inspect.getsourcelines(stores_a_counter.python_function)[1] + 4
+    message = "out of bounds for int8" if backend_name == "numpy" else f"test_dtypes.py:{line}"
+    with pytest.raises(OverflowError, match=message):
+        np.asarray(stores_a_counter(x, n, backend=backend))
+    result, status = stores_a_counter(x, n, backend=backend, return_status=True)
+    assert [pcbatch.LaneStatus(s) for s in np.asarray(status)] == [
+        pcbatch.LaneStatus.OK, pcbatch.LaneStatus.ERROR,
+    ]
+    np.testing.assert_array_equal(np.asarray(result)[0], expected[0])
 
 
 @backends.backend_param
