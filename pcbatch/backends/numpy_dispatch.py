@@ -28,6 +28,12 @@ from pcbatch.backends.scalars import (
 )
 from pcbatch.ir.types import is_pattern_node, rebuild
 
+#: NumPy's scalar types and ``np.asarray(v, dtype=...)`` read one Python number too
+_CONVERSION_HINT = (
+    "; to convert a per-example value's dtype (np.int8(v), np.asarray(v, dtype=np.int16)), "
+    "write v.astype(np.int8)"
+)
+
 
 class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
     """An array of another library, dressed so NumPy calls reach that library."""
@@ -100,7 +106,7 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
                 f"a value computed per example (shape {self.shape}) was used as a Python "
                 f"{what} inside a plain helper; each example may differ. Use np.where "
                 "instead of if, or decorate the helper with ctx.batch so its control flow "
-                "is batched"
+                f"is batched{_CONVERSION_HINT if what != 'bool (an if or while condition)' else ''}"
             ) from None
 
     def __round__(self, ndigits=None):

@@ -99,7 +99,8 @@ _PROBE = threading.local()
 
 
 @contextlib.contextmanager
-def _collecting_overflow():
+def collecting_overflow():
+    """Inside: `note_conversion` appends its flags to the list this yields."""
     flags: list = []
     previous = getattr(_PROBE, "flags", None)
     _PROBE.flags = flags
@@ -131,7 +132,7 @@ def overflow_probe(marked: Callable) -> Callable:
     """A per-example function: True where ``marked`` converts a weak int out of range."""
 
     def probe(*args):
-        with _collecting_overflow() as flags:
+        with collecting_overflow() as flags:
             marked(*args)
         if not flags:
             return np.asarray(False)

@@ -16,7 +16,8 @@ variables rebound in the body, and the loop variable read after the loop), break
 continue, early return, short-circuit ``and``/``or``/``not`` (as conditions and as
 int values), conditional expressions, chained comparisons, guarded operations that
 raise or warn where the guard fails (``a // n if n != 0 else a``, ``0 <= n < 5 and
-2 ** n > 3``), calls, self and mutual recursion,
+2 ** n > 3``), int8 arithmetic with Python ints (``x.astype(np.int8) + i``, in range),
+calls, self and mutual recursion,
 tuple results and unpacking, int scalars, an int array ``v`` of event shape
 (2,) (indexed, reversed, summed) and float arrays of several event shapes.
 
@@ -155,8 +156,11 @@ class _Function:
             leaves += ["np.sum(v)", f"v[{self.c.integer(-VEC_SIZE, VEC_SIZE - 1)}]"]
         if depth <= 0 or self.c.integer(0, 2) == 0:
             return self.pick(leaves)
-        op = self.pick(["+", "-", "*", "clip", "min", "guarded", "ifexp", "or", "and"])
+        op = self.pick(["+", "-", "*", "clip", "min", "guarded", "ifexp", "or", "and",
+                        "narrow"])
         left, right = self.int_expr(scope, depth - 1), self.int_expr(scope, depth - 1)
+        if op == "narrow":  # an int8 array made in the line meets a Python int (NEP 50)
+            return self.narrow_int(scope, left)
         if op == "guarded":
             return self.guarded_int(scope, left)
         if op == "ifexp":
@@ -170,6 +174,14 @@ class _Function:
         if op == "*":
             return f"np.clip({left} * {right}, -50, 50)"
         return f"({left} {op} {right})"
+
+    def narrow_int(self, scope: tuple, left: str) -> str:
+        """``left`` made int8 in the line, plus a Python int (a loop counter or a literal,
+        in -3..47): the sum stays in int8's range, which a batched run must compute in
+        int8 as per example, and a compiled one must check by its overflow probe
+        (`pcbatch.backends.weak.overflow_probe`) without stopping any thread."""
+        weak = self.pick([*scope, str(self.c.integer(-3, 3))])
+        return f"(np.clip({left}, -80, 80).astype(np.int8) + {weak}).astype(np.int64)"
 
     def guarded_int(self, scope: tuple, left: str) -> str:
         """An operation that raises (or warns) for some operands, behind a short-circuit

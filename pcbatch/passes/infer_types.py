@@ -59,6 +59,7 @@ from pcbatch.ir.types import (
     same_structure,
     type_key,
 )
+from pcbatch.passes import item_values
 
 MAX_SWEEPS = 200
 _DUMMY_BATCHES = (2, 3)  # two sizes tell a batched result from a broadcast constant
@@ -80,6 +81,11 @@ def _advice(error: Exception) -> str:
             "A plain (undecorated) helper used a batched value as a Python bool (if, "
             "while, and/or, or recursion that stops on a value), which compiled backends "
             "cannot run: decorate the helper with ctx.batch, or use np.where in it."
+        )
+    if isinstance(error, OverflowError):  # a literal out of the range of the array it meets
+        return (
+            "NumPy 2 raises it per example too: keep the number in the array's range, or "
+            "convert the array first (x.astype(np.int64))."
         )
     if "None" in str(error):
         return (
@@ -154,6 +160,7 @@ class _Inference:
         self.types: dict = dict(program.var_types)
         self.first_loc: dict = {}
         self.prim_cache: dict = {}
+        self.narrowing: set = set()  # prim_cache keys that convert a weak int narrowly
         self.declared: dict = {}  # result types a function's type_inference fixes
         self.changed = False
 
@@ -239,7 +246,13 @@ class _Inference:
             return
         key = (id(op.function), type_key(in_types))
         if key not in self.prim_cache:
-            self.prim_cache[key] = self.run_primitive(op, in_types)
+            # A weak int converted to a narrow int dtype on the way (the array may be
+            # made inside the primitive: ``x.astype(np.int8) + i``) needs the compiled
+            # machines' overflow probe (`weak_values.overflow_probe`).
+            with weak_values.collecting_overflow() as conversions:
+                self.prim_cache[key] = self.run_primitive(op, in_types)
+            if conversions:
+                self.narrowing.add(key)
             _check_not_objects(op, self.prim_cache[key])
         self.bind_outputs(op, op.vars_out, self.prim_cache[key])
 
@@ -358,14 +371,23 @@ class _Inference:
             if not isinstance(op, PrimOp):
                 return op
             if op.vars_in and all(v in self.types for v in op.vars_in):
-                op = with_weak_inputs(op, [self.types[v] for v in op.vars_in])
+                in_types = tuple(self.types[v] for v in op.vars_in)
+                narrowing = (id(op.function), type_key(in_types)) in self.narrowing
+                op = with_weak_inputs(op, in_types, narrowing)
             return op
+
+        def expand(op) -> tuple:
+            if item_values.needs_conversion(op, self.types):  # buf[i] = k, buf int8
+                return tuple(map(rewrite, item_values.converted(op, self.types)))
+            return (rewrite(op),)
 
         self.check_literals()
         functions = []
         for function in self.program.functions:
             blocks = tuple(
-                dataclasses.replace(block, instructions=tuple(map(rewrite, block.instructions)))
+                dataclasses.replace(
+                    block, instructions=tuple(o for op in block.instructions for o in expand(op))
+                )
                 for block in function.graph
             )
             functions.append(dataclasses.replace(function, graph=ControlFlowGraph(blocks)))
@@ -461,14 +483,15 @@ def _literal_does_not_fit(value, loc, var: str, t: TensorType) -> TypeInferenceE
     )
 
 
-def with_weak_inputs(op: PrimOp, in_types: Sequence[Type]) -> PrimOp:
+def with_weak_inputs(op: PrimOp, in_types: Sequence[Type], narrowing: bool = False) -> PrimOp:
     """``op``, marking its weak inputs where it also reads strong ones (a per-example
-    primitive: the frontend's expressions); weak values alone compute as Python's."""
+    primitive: the frontend's expressions); weak values alone compute as Python's.
+    ``narrowing``: type inference saw it convert a weak int to a narrow int dtype."""
     leaves = [leaf for t in in_types for leaf in flatten(t.tensors)]
     if not op.per_example or all(map(is_weak, leaves)) or not any(map(is_weak, leaves)):
         return op
     flags = [map_pattern(is_weak, t.tensors) for t in in_types]
-    overflow_at = str(op.loc) if _may_overflow(leaves) else None
+    overflow_at = str(op.loc) if narrowing or _may_overflow(leaves) else None
     function = weak_values.with_weak_inputs(op.function, flags, overflow_at)
     return dataclasses.replace(op, function=function)
 

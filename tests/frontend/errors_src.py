@@ -143,3 +143,45 @@ def checked_sqrt(x):
 
 
 ALL = pcbatch  # keep the import used
+
+
+def uses_raise(x):
+    if x < 0:
+        raise ValueError("negative")  # ERROR
+    return x
+
+
+def uses_assert(x):
+    assert x > 0  # ERROR
+    return x
+
+
+def uses_del(x):
+    y = x + 1
+    del y  # ERROR
+    return x
+
+
+def uses_import(x):
+    import math  # ERROR
+
+    return x * math.pi
+
+
+def uses_class(x):
+    class Box:  # ERROR
+        pass
+
+    return x
+
+
+def checks_id(x):
+    return x if id(x) else x * 2  # ERROR
+
+
+def for_else(x):
+    for _ in range(3):  # ERROR
+        x = x - 1
+    else:
+        x = 5
+    return x

@@ -42,6 +42,13 @@ SYNTAX_CASES = [
     ("prints", "pcbatch.host_callback(print"),
     ("checks_isinstance", "isinstance() of a per-example value"),
     ("checks_type", "type() of a per-example value"),
+    ("uses_raise", "raise is not supported"),
+    ("uses_assert", "assert is not supported"),
+    ("uses_del", "del is not supported"),
+    ("uses_import", "import at module level"),
+    ("uses_class", "class definitions are not supported"),
+    ("checks_id", "id() of a per-example value"),
+    ("for_else", "for ... else is not supported"),
 ]
 
 

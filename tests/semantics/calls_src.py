@@ -216,3 +216,47 @@ def _nothing(x):
 def helper_returns_none(x):
     y = _nothing(x)  # ERROR
     return y + 1
+
+
+#: what `noisy_helper` was called with: a side effect (docs/semantics.md, plain helpers)
+helper_calls: list = []
+
+
+def noisy_helper(v):
+    helper_calls.append(1)
+    return v * 2.0
+
+
+@ctx.batch
+def calls_noisy_helper(x):
+    y = noisy_helper(x)
+    if y > 1.0:
+        y = noisy_helper(y)
+    return y
+
+
+def fib_by_global_name(n):
+    if n <= 1:
+        return n
+    return fib_by_global_name(n - 1) + fib_by_global_name(n - 2)
+
+
+fib_uncurried = ctx.batch_uncurried(fib_by_global_name)
+
+other_ctx = pcbatch.Context()
+
+
+@other_ctx.batch
+def doubled_elsewhere(x):
+    return x * 2
+
+
+def calls_another_context(x):
+    return doubled_elsewhere(x) + 1  # ERROR
+
+
+def calls_through_an_attribute(x):
+    return pcbatch_module_of_this_file.doubled(x) + 1  # ERROR
+
+
+import tests.semantics.calls_src as pcbatch_module_of_this_file  # noqa: E402 - for the case above

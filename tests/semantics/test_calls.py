@@ -242,6 +242,33 @@ def test_async_function_and_method_are_rejected_at_decoration():
     assert ctx.function_names() == []
 
 
+def test_a_lambda_is_rejected():
+    """docs/semantics.md: lambdas are rejected (a positional lambda given to ``ctx.batch``
+    is the seed's ``type_inference``, so the function it then decorates must be a def)."""
+    ctx = pcbatch.Context()
+    with pytest.raises(ValueError, match="defined with def, not lambda"):
+        ctx.batch_uncurried(lambda x: x * 2)(XS)
+    with pytest.raises(TypeError, match="needs a function defined with def"):
+        ctx.batch(lambda x: x * 2)(XS)
+
+
+@backend_param
+def test_batch_uncurried_of_a_function_calling_itself_by_its_global_name(backend_name):
+    """docs/semantics.md: the recursive call through the global name is a batched call."""
+    n = np.array([3, 6, 8, 0])
+    expected = [src.fib_by_global_name(int(k)) for k in n]
+    got = src.fib_uncurried(n, backend=backends.backend(backend_name))
+    np.testing.assert_array_equal(got, expected)
+
+
+@backend_param
+@pytest.mark.parametrize("name", ["calls_another_context", "calls_through_an_attribute"])
+def test_a_batched_function_of_another_context_is_rejected_at_the_line(backend_name, name):
+    fn = pcbatch.Context().batch(getattr(src, name))
+    _rejected_at_line(fn, lambda: fn(XS, backend=backends.backend(backend_name)),
+                      "another pcbatch.Context.*decorate both with the same ctx.batch")
+
+
 # -- D16: a list is a batch, a tuple a structured value ---------------------------------
 @backend_param
 def test_list_of_numbers_is_a_batch(backend_name):
@@ -340,3 +367,25 @@ def test_run_checks_its_counts_too(backend_name):
         pcbatch.run(program, [XS], backend=b, max_stack_depth=-1)
     with pytest.raises(TypeError, match="max_steps takes a non-negative int or None"):
         pcbatch.run(program, [XS], backend=b, max_steps="10")
+
+
+@backend_param
+def test_a_plain_helpers_side_effects_run_when_pcbatch_runs_it_not_per_example(backend_name):
+    """docs/semantics.md, "a plain helper's side effects": type inference calls the
+    helper on dummy inputs while compiling; NumPy calls it once per batched step (for
+    every example at once), JAX and TensorFlow only while tracing; ``dry_run`` (and the
+    plain function) once per example. Per example Python would append 5 times here."""
+    x = np.array([0.25, 1.0, 3.0])  # the first example skips the second call
+    src.helper_calls.clear()
+    src.calls_noisy_helper(x, dry_run=True)
+    assert len(src.helper_calls) == 5
+    fresh = backends.make_backend(backend_name)
+    src.helper_calls.clear()
+    expected = _per_example(src.calls_noisy_helper, {"x": x})
+    np.testing.assert_array_equal(src.calls_noisy_helper(x, backend=fresh), expected)
+    compiling = len(src.helper_calls)
+    src.helper_calls.clear()
+    np.testing.assert_array_equal(src.calls_noisy_helper(x, backend=fresh), expected)
+    warm = len(src.helper_calls)
+    assert warm == (2 if backend_name == "numpy" else 0)  # one per call site, not per example
+    assert compiling > warm  # the dummy runs (and the trace) come on top

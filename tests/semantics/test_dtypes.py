@@ -485,3 +485,203 @@ def test_a_python_int_out_of_the_arrays_range_is_an_overflow_error(backend_name)
     # In range, nothing is raised and the values are exact.
     np.testing.assert_array_equal(add_counter_to_small(x, np.array([256, 3]), backend=backend),
                                   [0, 4])
+
+
+@ctx.batch
+def int8_made_in_the_line(x, k):
+    return x.astype(np.int8) + k
+
+
+@ctx.batch
+def uint8_made_in_a_loop(x, n):
+    s = x.astype(np.uint8)
+    for i in range(n):
+        s = x.astype(np.uint8) * i
+    return s
+
+
+def _per_example(function, args: list) -> list:
+    """The plain function on each example: its result, or the exception type it raised."""
+    outcomes = []
+    for row in range(len(args[0])):
+        example = [a[row] if isinstance(a, np.ndarray) else a for a in args]
+        try:
+            with np.errstate(over="ignore"):  # a NumPy scalar's product warns where it wraps
+                outcomes.append(function.python_function(*example))
+        except OverflowError:
+            outcomes.append(OverflowError)
+    return outcomes
+
+
+@backends.backend_param
+@pytest.mark.parametrize(("function", "args"), [
+    (int8_made_in_the_line, [np.array([1.5, 2.5]), 300]),
+    (int8_made_in_the_line, [np.array([1.5, -2.5]), -130]),
+    (uint8_made_in_a_loop, [np.array([1.5, 2.5, 3.0]), np.array([3, 300, 256])]),
+])
+def test_a_python_int_meeting_an_int_array_made_in_the_same_line(function, args, backend_name):
+    """The narrow int array is made inside the primitive (no input of it is narrow):
+    JAX and TensorFlow probe the conversion there too, as NumPy 2 raises per example."""
+    backend = backends.backend(backend_name)
+    expected = _per_example(function, args)
+    assert OverflowError in expected
+    with pytest.raises(OverflowError):
+        np.asarray(function(*args, backend=backend))
+    result, status = function(*args, backend=backend, return_status=True)
+    for row, want in enumerate(expected):
+        lane = pcbatch.LaneStatus(np.asarray(status)[row])
+        if want is OverflowError:
+            assert lane == pcbatch.LaneStatus.ERROR, row
+        else:
+            assert lane == pcbatch.LaneStatus.OK, row
+            assert np.asarray(result)[row] == want and np.asarray(result).dtype == want.dtype
+
+
+@backends.backend_param
+def test_a_python_int_in_range_of_an_int_array_made_in_the_line_is_exact(backend_name):
+    x = np.array([1.5, -2.5, 126.0])
+    result = int8_made_in_the_line(x, 1, backend=backends.backend(backend_name))
+    expected = _per_example(int8_made_in_the_line, [x, 1])
+    np.testing.assert_array_equal(result, expected)  # 126 + 1 = 127, the int8 maximum
+    assert np.asarray(result).dtype == np.int8
+
+
+@ctx.batch
+def to_int8(x):
+    return x.astype(np.int8)
+
+
+@ctx.batch
+def to_uint8(x):
+    return x.astype(np.uint8)
+
+
+@backends.backend_param
+def test_a_float_cast_to_a_narrow_int_is_exact_in_range(backend_name):
+    """Truncation toward zero, as C casts; out of range see the next test."""
+    backend = backends.backend(backend_name)
+    x = np.array([-128.9, -2.7, -0.5, 0.5, 2.7, 127.9])
+    for function in (to_int8, to_uint8):
+        inputs = x if function is to_int8 else np.abs(x) + 127.0
+        result = function(inputs, backend=backend)
+        np.testing.assert_array_equal(result, _per_example(function, [inputs]))
+        assert np.asarray(result).dtype == function.python_function(inputs[0]).dtype
+
+
+@backends.backend_param
+def test_a_float_cast_out_of_a_narrow_ints_range_is_the_backends_own(backend_name):
+    """NumPy leaves such a cast undefined (a C cast; no error, a RuntimeWarning at most).
+    Documented (docs/semantics/dtypes.md): no error on any backend, int8 results, and
+    on the NumPy backend the plain function's own values."""
+    x = np.array([300.7, -1e10, np.nan, 3.0])
+    with np.errstate(invalid="ignore"):
+        result = np.asarray(to_int8(x, backend=backends.backend(backend_name)))
+        expected = _per_example(to_int8, [x])
+    assert result.dtype == np.int8 and result[3] == 3
+    if backend_name == "numpy":
+        np.testing.assert_array_equal(result, expected)
+
+
+@ctx.batch
+def int8_scalar_type(x, k):
+    return np.int8(x) + k
+
+
+@backends.backend_param
+def test_a_numpy_scalar_type_called_on_a_per_example_value(backend_name):
+    """``np.int8(v)`` makes one NumPy scalar of ``v``: exact on NumPy (per example); a
+    compiled backend's value has no value until it runs, so it is rejected at the
+    line, saying to write ``v.astype(np.int8)``."""
+    x = np.array([1.5, 2.5])
+    backend = backends.backend(backend_name)
+    if backend_name == "numpy":
+        np.testing.assert_array_equal(int8_scalar_type(x, 3, backend=backend),
+                                      _per_example(int8_scalar_type, [x, 3]))
+        with pytest.raises(OverflowError):
+            int8_scalar_type(x, 300, backend=backend)
+        return
+    line = inspect.getsourcelines(int8_scalar_type.python_function)[1] + 2
+    with pytest.raises(pcbatch.TypeInferenceError,
+                       match=rf"(?s)test_dtypes.py:{line}.*astype\(np.int8\)"):
+        int8_scalar_type(x, 3, backend=backend)
+
+
+@ctx.batch
+def literal_meets_int8_made_in_the_line(x):
+    return x.astype(np.int8) + 300
+
+
+@backends.backend_param
+def test_a_literal_out_of_the_range_of_an_int_array_made_in_the_line(backend_name):
+    """Every example raises OverflowError: rejected before anything runs, at the line."""
+    with pytest.raises(OverflowError):
+        literal_meets_int8_made_in_the_line.python_function(np.float64(1.5))
+    line = inspect.getsourcelines(literal_meets_int8_made_in_the_line.python_function)[1] + 2
+    with pytest.raises(pcbatch.TypeInferenceError,
+                       match=rf"(?s)test_dtypes.py:{line}.*OverflowError.*astype\(np.int64\)"):
+        literal_meets_int8_made_in_the_line(np.array([1.5, 2.5]),
+                                            backend=backends.backend(backend_name))
+
+
+@ctx.batch
+def stores_a_number(x, k):
+    buf = np.zeros(2, np.int8)
+    buf[0] = k
+    return buf + x.astype(np.int8)
+
+
+@ctx.batch
+def stores_a_counter(x, n):
+    buf = np.zeros(2, np.int8)
+    for i in range(n):
+        buf[0] = i
+    return buf + x.astype(np.int8)
+
+
+@backends.backend_param
+def test_item_assignment_of_a_python_int_out_of_the_arrays_range(backend_name):
+    """``buf[0] = k`` into an int8 ``buf``: NumPy 2 raises OverflowError for k = 300
+    (it wrapped to 44 on every backend); per example, at the line."""
+    backend = backends.backend(backend_name)
+    x = np.array([1.5, 2.5])
+    with pytest.raises(OverflowError):
+        stores_a_number.python_function(x[0], 300)
+    with pytest.raises(OverflowError):
+        np.asarray(stores_a_number(x, 300, backend=backend))
+    n = np.array([3, 300])
+    expected = _per_example(stores_a_counter, [x, n])
+    assert expected[1] is OverflowError
+    line = inspect.getsourcelines(stores_a_counter.python_function)[1] + 4
+    message = "out of bounds for int8" if backend_name == "numpy" else f"test_dtypes.py:{line}"
+    with pytest.raises(OverflowError, match=message):
+        np.asarray(stores_a_counter(x, n, backend=backend))
+    result, status = stores_a_counter(x, n, backend=backend, return_status=True)
+    assert [pcbatch.LaneStatus(s) for s in np.asarray(status)] == [
+        pcbatch.LaneStatus.OK, pcbatch.LaneStatus.ERROR,
+    ]
+    np.testing.assert_array_equal(np.asarray(result)[0], expected[0])
+
+
+@backends.backend_param
+def test_item_assignment_of_a_python_int_in_range_is_exact(backend_name):
+    x = np.array([1.5, 2.5])
+    result = stores_a_number(x, 100, backend=backends.backend(backend_name))
+    np.testing.assert_array_equal(result, _per_example(stores_a_number, [x, 100]))
+    assert np.asarray(result).dtype == np.int8
+
+
+@ctx.batch
+def where_with_a_number(x, k):
+    return np.where(x > 2, x.astype(np.int8), k)
+
+
+@backends.backend_param
+def test_np_where_with_a_python_int_out_of_range_is_an_overflow_error(backend_name):
+    """Documented difference: NumPy's ``np.where`` casts 300 to int8 (44) silently;
+    pcbatch applies NumPy's arithmetic rule (OverflowError), never a silent value."""
+    x = np.array([1.5, 2.5])
+    assert where_with_a_number.python_function(x[0], 300) == 44
+    with pytest.raises(OverflowError):
+        np.asarray(where_with_a_number(x, 300, backend=backends.backend(backend_name)))
+    np.testing.assert_array_equal(where_with_a_number(x, 3, backend=backends.backend(backend_name)),
+                                  _per_example(where_with_a_number, [x, 3]))
