@@ -57,6 +57,7 @@ from pcbatch.mcmc import (
     program,
     progress,
     structure,
+    tracing,
     transforms,
 )
 from pcbatch.mcmc import warmup as _warmup
@@ -423,7 +424,9 @@ def _sample(
     if inverse_mass is not None:
         inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, dense)
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
-    seeds = np.full(num_chains, np.uint32(seed % 2**32))
+    word = tracing.seed_word(seed, library)
+    seeds = tracing.chain_seeds(word, num_chains, library)
+    traced = tracing.is_traced(q, data_leaves, word)
     start, kept = 0, 0
     if resumed is not None:
         state = adapted.start_of(resumed, steps, inv_mass, dtype)
@@ -431,7 +434,7 @@ def _sample(
         first_draw, start, num_warmup = resumed.first_draw, resumed.draws_done, resumed.num_warmup
     else:
         if jitter > 0:
-            q = q + adapted.jitter(num_chains, size, jitter, seed, first_chain, dtype)
+            q = q + _jitter(num_chains, size, jitter, word, first_chain, dtype)
         if steps is None:
             steps = _step_sizes(0.1, dtype, num_chains)
         state = _warmup.start_state(q, steps, dtype, inv_mass, dense)
@@ -440,6 +443,15 @@ def _sample(
     options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
+    if traced and library == "tensorflow" and _in_xla_function():
+        # TensorFlow's XLA bridge fails to convert the sampler's nested while loops
+        # ("Cannot find body function") when the caller's graph is compiled by XLA.
+        raise NotImplementedError(
+            "nuts.sample inside tf.function(jit_compile=True) is not supported: "
+            "TensorFlow's XLA bridge cannot convert the sampler's nested loops. Call it "
+            "in a tf.function without jit_compile (the sampler's own program is still "
+            "compiled with XLA), or eagerly"
+        )
     bar = None
     if show_progress:
         bar = progress.new_bar(
@@ -471,31 +483,54 @@ def _sample(
             state = _warmup.unpack(packed, event_shape, _reshape_for(packed), dense)
             calls.append((count, outputs))
             start, kept = stop, kept + count
-    wall = time.perf_counter() - clock
+    # Traced, the run has not happened yet: its time and work are unknown (None).
+    wall = None if traced else time.perf_counter() - clock
     resume = AdaptedState(
         state, layout, constraints, seed, first_chain, first_draw, start, num_warmup,
         reshape=_reshape_for(state.q),
     )  # fmt: skip
     outputs = _joined(calls)
-    kept_draws = _draws(outputs, slice(saved, None, thin), layout, constraints)
+    kept_draws = _draws(outputs, slice(saved, None, thin), layout, constraints, traced)
+    warmup_draws = None
+    if saved:
+        warmup_draws = _draws(outputs, slice(0, saved), layout, constraints, traced)
     return NutsResult(
         **{field.name: getattr(kept_draws, field.name) for field in dataclasses.fields(Draws)},
-        inverse_mass=adapted.user_inverse_mass(state.inv_mass, dense),
-        gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
-        leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
+        inverse_mass=adapted.user_inverse_mass(state.inv_mass, dense, traced),
+        gradient_evaluations=None if traced else prof.primitive_counts[program.GRADIENT_LABEL],
+        leapfrog_steps=None if traced else prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
-        warmup_draws=_draws(outputs, slice(0, saved), layout, constraints) if saved else None,
+        warmup_draws=warmup_draws,
         state=resume,
     )
 
 
-def _draws(outputs: list, rows: slice, layout, constraints) -> Draws:
+def _in_xla_function() -> bool:
+    """Whether the graph being traced is a ``tf.function(jit_compile=True)``'s."""
+    from pcbatch.backends.tensorflow import _in_xla_context
+
+    return _in_xla_context()
+
+
+def _jitter(num_chains: int, size: int, amount: float, word, first_chain: int, dtype):
+    if not isinstance(word, np.uint32):
+        raise ValueError(
+            "nuts.sample: jitter= needs a concrete seed (a Python integer, or a key or "
+            "array computed outside the traced function); the seed given is traced "
+            "inside jax.jit or tf.function. Move the start yourself, or pass the seed "
+            "as a static integer"
+        )
+    return adapted.jitter(num_chains, size, amount, int(word), first_chain, dtype)
+
+
+def _draws(outputs: list, rows: slice, layout, constraints, traced: bool = False) -> Draws:
     """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``,
-    the samples in the user's structure and constrained space."""
+    the samples in the user's structure and constrained space; the statistics as NumPy
+    arrays, or ``traced``, as the backend's (traced) arrays."""
     samples, leapfrogs, depths, divergent, accept, step_sizes, energies = (
         output[:, rows] for output in outputs
     )
-    host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+    host = _swap_chains if traced else (lambda a: np.swapaxes(np.asarray(a), 0, 1))
     samples = _swap_chains(samples)
     if layout is not None:
         samples = layout.unflatten(samples, reshape=_reshape_for(samples))
