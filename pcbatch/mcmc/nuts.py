@@ -62,6 +62,7 @@ from pcbatch.mcmc import (
 )
 from pcbatch.mcmc import warmup as _warmup
 from pcbatch.mcmc.adapted import AdaptedState
+from pcbatch.mcmc.tracing import integer_seed
 
 __all__ = [
     "MAX_SUPPORTED_TREE_DEPTH",
@@ -70,6 +71,7 @@ __all__ = [
     "KernelResults",
     "NoUTurnSampler",
     "NutsResult",
+    "integer_seed",
     "sample",
     "transforms",
     "warmup",
@@ -139,12 +141,17 @@ class NutsResult(Draws):
 
     ``inverse_mass`` is the adapted diagonal ``[num_chains, size]``, over the flattened
     state with a structured one (`names`' order, each leaf raveled).
+
+    From a `sample` traced inside ``jax.jit`` or ``tf.function`` every array is the
+    backend's traced array (return the ones you need from the traced function), and
+    ``gradient_evaluations``, ``leapfrog_steps`` and ``wall_time`` are None: they are
+    only known once a run has finished.
     """
 
     inverse_mass: np.ndarray[Any, Any]
-    gradient_evaluations: int
-    leapfrog_steps: int
-    wall_time: float
+    gradient_evaluations: int | None
+    leapfrog_steps: int | None
+    wall_time: float | None
     warmup_draws: Draws | None = None
     #: the chains where this call left them: ``initial_state`` of a `sample` that continues
     state: AdaptedState | None = None
@@ -154,8 +161,11 @@ class NutsResult(Draws):
         return int(self.num_leapfrogs.shape[1])
 
     @property
-    def utilization(self) -> float:
-        """Leapfrog steps taken (all chains, warmup included) per batched gradient lane."""
+    def utilization(self) -> float | None:
+        """Leapfrog steps taken (all chains, warmup included) per batched gradient lane
+        (None under tracing: the counts are unknown)."""
+        if self.gradient_evaluations is None or self.leapfrog_steps is None:
+            return None
         lanes = self.gradient_evaluations * self.num_chains
         return self.leapfrog_steps / lanes if lanes else 1.0
 
@@ -258,7 +268,13 @@ def sample(
         chain); with warmup it is only a starting point for Stan's step-size search.
         None: 0.1, or an `AdaptedState`'s adapted step sizes.
       max_tree_depth: at most ``2**max_tree_depth - 1`` leapfrog steps per draw.
-      seed: an integer; a chain's draws depend only on (seed, its chain index, draw).
+      seed: an integer, or a JAX PRNG key (``jax.random.key`` or ``PRNGKey``: the run
+        draws what ``seed=integer_seed(key)`` draws); a chain's draws depend only on
+        (seed, its chain index, draw). Inside ``jax.jit`` or ``tf.function`` it may be
+        traced (an integer scalar array, or a key). Under tracing the result's arrays
+        are the traced arrays (statistics included, not NumPy) and what only the
+        finished run knows, ``gradient_evaluations``, ``leapfrog_steps`` and
+        ``wall_time``, is None; ``jitter=`` needs a concrete seed there.
       value_and_grad: ONE state -> (log density, gradient); ``(state, data)`` with
         ``data``. Required on NumPy. With a structured state it receives the state's
         structure and returns the gradient in that same structure.

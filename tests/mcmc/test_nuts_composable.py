@@ -4,7 +4,11 @@ bit for bit; seeds as integers, traced integers or JAX keys; no retrace for new 
 
 Old code: the host-side parts of a run (``np.asarray`` of the outputs, ``seed % 2**32``
 on the seed) raised under tracing (``TracerArrayConversionError``, ``OverflowError``,
-``NotImplementedError``)."""
+``NotImplementedError``).
+
+Each traced run compiles the whole sampler into the caller's program (tens of seconds
+on a loaded machine): the fast tier keeps one JAX run and the refusals, the slow tier
+the rest."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import pytest
 
 from pcbatch.mcmc import nuts
 from pcbatch.mcmc.tracing import integer_seed
+from tests import tiers
 
 RUN = dict(num_samples=4, num_warmup=4, max_tree_depth=3, progress_bar=False)
 STATISTICS = ("tree_depth", "num_leapfrogs", "accept_prob", "step_size", "energy")
@@ -58,18 +63,22 @@ def test_jit_gives_the_eager_draws_and_does_not_retrace_for_new_seeds_or_states(
     assert len(traces) == 1
 
 
+@tiers.slow
 def test_a_jax_key_seeds_the_run_as_its_integer_seed_inside_jit_and_eagerly():
     jax = pytest.importorskip("jax")
     x0 = jax.numpy.zeros((2, 3), jax.numpy.float32)
     run = jax.jit(lambda key, x0: nuts.sample(_jax_target, x0, seed=key, **RUN).samples)
-    for key in (jax.random.key(3), jax.random.PRNGKey(3)):
-        expected = nuts.sample(_jax_target, x0, seed=integer_seed(key), **RUN).samples
-        _same(run(key, x0), expected)
-        _same(nuts.sample(_jax_target, x0, seed=key, **RUN).samples, expected)
+    key = jax.random.key(3)
+    expected = nuts.sample(_jax_target, x0, seed=integer_seed(key), **RUN).samples
+    _same(run(key, x0), expected)
+    _same(nuts.sample(_jax_target, x0, seed=key, **RUN).samples, expected)
+    raw = jax.random.PRNGKey(3)  # a raw key: the same bits as its typed key's
+    _same(nuts.sample(_jax_target, x0, seed=raw, **RUN).samples, expected)
     other = nuts.sample(_jax_target, x0, seed=jax.random.key(4), **RUN).samples
     assert not np.array_equal(np.asarray(other), np.asarray(expected))
 
 
+@tiers.slow
 def test_jit_with_a_structured_state_and_data_returns_the_traced_draws_and_no_counts():
     jax = pytest.importorskip("jax")
     jnp = jax.numpy
@@ -83,7 +92,8 @@ def test_jit_with_a_structured_state_and_data_returns_the_traced_draws_and_no_co
     @jax.jit
     def run(seed, data):
         result = nuts.sample(log_prob, state, data=data, seed=seed, **RUN)
-        seen.update(evaluations=result.gradient_evaluations, wall=result.wall_time)
+        seen.update(evaluations=result.gradient_evaluations, wall=result.wall_time,
+                    utilization=result.utilization)
         return result.samples, result.inverse_mass
 
     data = jnp.ones(3, jnp.float32)
@@ -92,10 +102,12 @@ def test_jit_with_a_structured_state_and_data_returns_the_traced_draws_and_no_co
     _same(samples["z"], eager.samples["z"])
     _same(samples["mu"], eager.samples["mu"])
     _same(inverse_mass, eager.inverse_mass)
-    assert seen == {"evaluations": None, "wall": None}  # unknown while tracing
+    # unknown while tracing
+    assert seen == {"evaluations": None, "wall": None, "utilization": None}
     assert eager.gradient_evaluations > 0 and eager.wall_time > 0
 
 
+@tiers.slow
 def test_no_u_turn_sampler_one_step_inside_jit():
     jax = pytest.importorskip("jax")
     kernel = nuts.NoUTurnSampler(_jax_target, step_size=0.5, max_tree_depth=3, seed=2)
@@ -132,6 +144,7 @@ def test_a_seed_that_is_no_integer_or_key_is_refused():
 # -- TensorFlow ---------------------------------------------------------------------
 
 
+@tiers.slow
 def test_tf_function_gives_the_eager_draws_and_does_not_retrace_for_new_seeds_or_states():
     tf = pytest.importorskip("tensorflow")
     traces = []
