@@ -408,6 +408,8 @@ def _sample(
             target_log_prob_fn = constrained.target(target_log_prob_fn, constraints)
     dtype = np.dtype(getattr(initial_state.dtype, "as_numpy_dtype", initial_state.dtype))
     library = _library(initial_state, backend)
+    if library == "jax":
+        _register_with_jax()
     if library == "jax":  # the dtype JAX runs it in (float32 without jax_enable_x64)
         import jax
 
@@ -518,6 +520,25 @@ def _sample(
         wall_time=wall,
         warmup_draws=warmup_draws,
         state=resume,
+    )
+
+
+@functools.cache
+def _register_with_jax() -> None:
+    """Results as JAX pytrees, so that a ``jax.jit`` may return a whole `NutsResult`: its
+    arrays (and an `AdaptedState`'s chains and seed) are the leaves, the counts and the
+    layout static."""
+    import jax
+
+    counts = ("gradient_evaluations", "leapfrog_steps", "wall_time")
+    for cls in (Draws, NutsResult):
+        names = [field.name for field in dataclasses.fields(cls)]
+        data = [name for name in names if name not in counts]
+        jax.tree_util.register_dataclass(cls, data, [n for n in names if n in counts])
+    jax.tree_util.register_dataclass(
+        AdaptedState,
+        ["chain_state", "seed"],
+        [f.name for f in dataclasses.fields(AdaptedState) if f.name not in ("chain_state", "seed")],
     )
 
 

@@ -170,3 +170,21 @@ def test_tf_function_with_jit_compile_is_refused_with_advice():
                       jit_compile=True)  # fmt: skip
     with pytest.raises(NotImplementedError, match="without jit_compile"):
         run(tf.zeros((2, 2)))
+
+
+@tiers.slow
+def test_jit_returns_a_whole_result_whose_state_continues_the_run_eagerly():
+    jax = pytest.importorskip("jax")
+    x0 = jax.numpy.zeros((3, 2), jax.numpy.float32)
+    key = jax.random.key(2)
+    run = jax.jit(lambda key, x0: nuts.sample(_jax_target, x0, seed=key, **RUN))
+    result = run(key, x0)  # a NutsResult is a JAX pytree
+    assert isinstance(result, nuts.NutsResult) and result.wall_time is None
+    seed = integer_seed(key)
+    options = {**RUN, "num_samples": 2 * RUN["num_samples"]}
+    longer = nuts.sample(_jax_target, x0, seed=seed, **options)
+    half = RUN["num_samples"]
+    _same(result.samples, longer.samples[:half])
+    _same(result.accept_prob, longer.accept_prob[:half])
+    rest = nuts.sample(_jax_target, result.state, seed=seed, **{**RUN, "num_warmup": 0})
+    _same(rest.samples, longer.samples[half:])
