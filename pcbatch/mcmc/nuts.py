@@ -221,7 +221,7 @@ def sample(
     num_warmup: int,
     step_size: float | None = None,
     max_tree_depth: int = 10,
-    seed: int,
+    seed: Any,  # an integer or a JAX PRNG key, traced or not
     backend=None,
     value_and_grad: Callable | None = None,
     data=None,
@@ -419,7 +419,10 @@ def _sample(
     value_and_grad = gradients.value_and_grad_for(
         target_log_prob_fn, value_and_grad, initial_state, backend, layout=layout, data=data_node
     )
-    show_progress = progress.wanted(progress_bar)
+    word = tracing.seed_word(seed, library)
+    traced = tracing.is_traced(initial_state, data_leaves, word)
+    # Traced, the run happens after this call returns: no bar could follow it.
+    show_progress = progress.wanted(progress_bar) and not traced
     # Under TensorFlow's XLA (the default for tensors) no callback can run: the bar
     # fills at the end, and the program is the one without a callback.
     counts_live = show_progress and callbacks.supported_on(
@@ -442,9 +445,7 @@ def _sample(
     if inverse_mass is not None:
         inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, dense)
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
-    word = tracing.seed_word(seed, library)
     seeds = tracing.chain_seeds(word, num_chains, library)
-    traced = tracing.is_traced(q, data_leaves, word)
     start, kept = 0, 0
     if resumed is not None:
         state = adapted.start_of(resumed, steps, inv_mass, dtype)
@@ -590,7 +591,7 @@ def warmup(
     initial_state: Any,
     *,
     num_warmup: int,
-    seed: int,
+    seed: Any,
     **options,
 ) -> AdaptedState:
     """Runs only the warmup: the chains' `AdaptedState` (positions, step sizes, inverse
@@ -986,7 +987,7 @@ class NoUTurnSampler:
         step_size: Any = 0.1,
         max_tree_depth: int = 10,
         *,
-        seed: int = 0,
+        seed: Any = 0,
         value_and_grad=None,
         data=None,
         data_chain_axis=False,
