@@ -175,9 +175,10 @@ def check_thin(thin) -> int:
     return int(thin)
 
 
-def user_inverse_mass(inv_mass, dense: bool) -> np.ndarray:
-    """The program's inverse mass as users see it (a dense metric's matrix ``C``)."""
-    values = np.asarray(inv_mass)
+def user_inverse_mass(inv_mass, dense: bool, traced: bool = False) -> np.ndarray:
+    """The program's inverse mass as users see it (a dense metric's matrix ``C``); NumPy,
+    or ``traced``, the backend's (traced) array."""
+    values = inv_mass if traced else np.asarray(inv_mass)
     return values[:, 0] if dense else values
 
 

@@ -57,10 +57,12 @@ from pcbatch.mcmc import (
     program,
     progress,
     structure,
+    tracing,
     transforms,
 )
 from pcbatch.mcmc import warmup as _warmup
 from pcbatch.mcmc.adapted import AdaptedState
+from pcbatch.mcmc.tracing import integer_seed
 
 __all__ = [
     "MAX_SUPPORTED_TREE_DEPTH",
@@ -69,6 +71,7 @@ __all__ = [
     "KernelResults",
     "NoUTurnSampler",
     "NutsResult",
+    "integer_seed",
     "sample",
     "transforms",
     "warmup",
@@ -138,12 +141,17 @@ class NutsResult(Draws):
 
     ``inverse_mass`` is the adapted diagonal ``[num_chains, size]``, over the flattened
     state with a structured one (`names`' order, each leaf raveled).
+
+    From a `sample` traced inside ``jax.jit`` or ``tf.function`` every array is the
+    backend's traced array (return the ones you need from the traced function), and
+    ``gradient_evaluations``, ``leapfrog_steps`` and ``wall_time`` are None: they are
+    only known once a run has finished.
     """
 
     inverse_mass: np.ndarray[Any, Any]
-    gradient_evaluations: int
-    leapfrog_steps: int
-    wall_time: float
+    gradient_evaluations: int | None
+    leapfrog_steps: int | None
+    wall_time: float | None
     warmup_draws: Draws | None = None
     #: the chains where this call left them: ``initial_state`` of a `sample` that continues
     state: AdaptedState | None = None
@@ -153,8 +161,11 @@ class NutsResult(Draws):
         return int(self.num_leapfrogs.shape[1])
 
     @property
-    def utilization(self) -> float:
-        """Leapfrog steps taken (all chains, warmup included) per batched gradient lane."""
+    def utilization(self) -> float | None:
+        """Leapfrog steps taken (all chains, warmup included) per batched gradient lane
+        (None under tracing: the counts are unknown)."""
+        if self.gradient_evaluations is None or self.leapfrog_steps is None:
+            return None
         lanes = self.gradient_evaluations * self.num_chains
         return self.leapfrog_steps / lanes if lanes else 1.0
 
@@ -210,7 +221,7 @@ def sample(
     num_warmup: int,
     step_size: float | None = None,
     max_tree_depth: int = 10,
-    seed: int,
+    seed: Any,  # an integer or a JAX PRNG key, traced or not
     backend=None,
     value_and_grad: Callable | None = None,
     data=None,
@@ -257,7 +268,13 @@ def sample(
         chain); with warmup it is only a starting point for Stan's step-size search.
         None: 0.1, or an `AdaptedState`'s adapted step sizes.
       max_tree_depth: at most ``2**max_tree_depth - 1`` leapfrog steps per draw.
-      seed: an integer; a chain's draws depend only on (seed, its chain index, draw).
+      seed: an integer, or a JAX PRNG key (``jax.random.key`` or ``PRNGKey``: the run
+        draws what ``seed=integer_seed(key)`` draws); a chain's draws depend only on
+        (seed, its chain index, draw). Inside ``jax.jit`` or ``tf.function`` it may be
+        traced (an integer scalar array, or a key). Under tracing the result's arrays
+        are the traced arrays (statistics included, not NumPy) and what only the
+        finished run knows, ``gradient_evaluations``, ``leapfrog_steps`` and
+        ``wall_time``, is None; ``jitter=`` needs a concrete seed there.
       value_and_grad: ONE state -> (log density, gradient); ``(state, data)`` with
         ``data``. Required on NumPy. With a structured state it receives the state's
         structure and returns the gradient in that same structure.
@@ -391,6 +408,8 @@ def _sample(
             target_log_prob_fn = constrained.target(target_log_prob_fn, constraints)
     dtype = np.dtype(getattr(initial_state.dtype, "as_numpy_dtype", initial_state.dtype))
     library = _library(initial_state, backend)
+    if library == "jax":
+        _register_with_jax()
     if library == "jax":  # the dtype JAX runs it in (float32 without jax_enable_x64)
         import jax
 
@@ -400,7 +419,10 @@ def _sample(
     value_and_grad = gradients.value_and_grad_for(
         target_log_prob_fn, value_and_grad, initial_state, backend, layout=layout, data=data_node
     )
-    show_progress = progress.wanted(progress_bar)
+    word = tracing.seed_word(seed, library)
+    traced = tracing.is_traced(initial_state, data_leaves, word)
+    # Traced, the run happens after this call returns: no bar could follow it.
+    show_progress = progress.wanted(progress_bar) and not traced
     # Under TensorFlow's XLA (the default for tensors) no callback can run: the bar
     # fills at the end, and the program is the one without a callback.
     counts_live = show_progress and callbacks.supported_on(
@@ -423,7 +445,7 @@ def _sample(
     if inverse_mass is not None:
         inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, dense)
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
-    seeds = np.full(num_chains, np.uint32(seed % 2**32))
+    seeds = tracing.chain_seeds(word, num_chains, library)
     start, kept = 0, 0
     if resumed is not None:
         state = adapted.start_of(resumed, steps, inv_mass, dtype)
@@ -431,7 +453,7 @@ def _sample(
         first_draw, start, num_warmup = resumed.first_draw, resumed.draws_done, resumed.num_warmup
     else:
         if jitter > 0:
-            q = q + adapted.jitter(num_chains, size, jitter, seed, first_chain, dtype)
+            q = q + _jitter(num_chains, size, jitter, word, first_chain, dtype)
         if steps is None:
             steps = _step_sizes(0.1, dtype, num_chains)
         state = _warmup.start_state(q, steps, dtype, inv_mass, dense)
@@ -440,6 +462,15 @@ def _sample(
     options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
         options["backend"] = backend
+    if traced and library == "tensorflow" and _in_xla_function():
+        # TensorFlow's XLA bridge fails to convert the sampler's nested while loops
+        # ("Cannot find body function") when the caller's graph is compiled by XLA.
+        raise NotImplementedError(
+            "nuts.sample inside tf.function(jit_compile=True) is not supported: "
+            "TensorFlow's XLA bridge cannot convert the sampler's nested loops. Call it "
+            "in a tf.function without jit_compile (the sampler's own program is still "
+            "compiled with XLA), or eagerly"
+        )
     bar = None
     if show_progress:
         bar = progress.new_bar(
@@ -471,31 +502,73 @@ def _sample(
             state = _warmup.unpack(packed, event_shape, _reshape_for(packed), dense)
             calls.append((count, outputs))
             start, kept = stop, kept + count
-    wall = time.perf_counter() - clock
+    # Traced, the run has not happened yet: its time and work are unknown (None).
+    wall = None if traced else time.perf_counter() - clock
     resume = AdaptedState(
         state, layout, constraints, seed, first_chain, first_draw, start, num_warmup,
         reshape=_reshape_for(state.q),
     )  # fmt: skip
     outputs = _joined(calls)
-    kept_draws = _draws(outputs, slice(saved, None, thin), layout, constraints)
+    kept_draws = _draws(outputs, slice(saved, None, thin), layout, constraints, traced)
+    warmup_draws = None
+    if saved:
+        warmup_draws = _draws(outputs, slice(0, saved), layout, constraints, traced)
     return NutsResult(
         **{field.name: getattr(kept_draws, field.name) for field in dataclasses.fields(Draws)},
-        inverse_mass=adapted.user_inverse_mass(state.inv_mass, dense),
-        gradient_evaluations=prof.primitive_counts[program.GRADIENT_LABEL],
-        leapfrog_steps=prof.primitive_lanes[program.GRADIENT_LABEL],
+        inverse_mass=adapted.user_inverse_mass(state.inv_mass, dense, traced),
+        gradient_evaluations=None if traced else prof.primitive_counts[program.GRADIENT_LABEL],
+        leapfrog_steps=None if traced else prof.primitive_lanes[program.GRADIENT_LABEL],
         wall_time=wall,
-        warmup_draws=_draws(outputs, slice(0, saved), layout, constraints) if saved else None,
+        warmup_draws=warmup_draws,
         state=resume,
     )
 
 
-def _draws(outputs: list, rows: slice, layout, constraints) -> Draws:
+@functools.cache
+def _register_with_jax() -> None:
+    """Results as JAX pytrees, so that a ``jax.jit`` may return a whole `NutsResult`: its
+    arrays (and an `AdaptedState`'s chains and seed) are the leaves, the counts and the
+    layout static."""
+    import jax
+
+    counts = ("gradient_evaluations", "leapfrog_steps", "wall_time")
+    for cls in (Draws, NutsResult):
+        names = [field.name for field in dataclasses.fields(cls)]
+        data = [name for name in names if name not in counts]
+        jax.tree_util.register_dataclass(cls, data, [n for n in names if n in counts])
+    jax.tree_util.register_dataclass(
+        AdaptedState,
+        ["chain_state", "seed"],
+        [f.name for f in dataclasses.fields(AdaptedState) if f.name not in ("chain_state", "seed")],
+    )
+
+
+def _in_xla_function() -> bool:
+    """Whether the graph being traced is a ``tf.function(jit_compile=True)``'s."""
+    from pcbatch.backends.tensorflow import _in_xla_context
+
+    return _in_xla_context()
+
+
+def _jitter(num_chains: int, size: int, amount: float, word, first_chain: int, dtype):
+    if not isinstance(word, np.uint32):
+        raise ValueError(
+            "nuts.sample: jitter= needs a concrete seed (a Python integer, or a key or "
+            "array computed outside the traced function); the seed given is traced "
+            "inside jax.jit or tf.function. Move the start yourself, or pass the seed "
+            "as a static integer"
+        )
+    return adapted.jitter(num_chains, size, amount, int(word), first_chain, dtype)
+
+
+def _draws(outputs: list, rows: slice, layout, constraints, traced: bool = False) -> Draws:
     """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``,
-    the samples in the user's structure and constrained space."""
+    the samples in the user's structure and constrained space; the statistics as NumPy
+    arrays, or ``traced``, as the backend's (traced) arrays."""
     samples, leapfrogs, depths, divergent, accept, step_sizes, energies = (
         output[:, rows] for output in outputs
     )
-    host = lambda a: np.swapaxes(np.asarray(a), 0, 1)
+    host = _swap_chains if traced else (lambda a: np.swapaxes(np.asarray(a), 0, 1))
     samples = _swap_chains(samples)
     if layout is not None:
         samples = layout.unflatten(samples, reshape=_reshape_for(samples))
@@ -518,7 +591,7 @@ def warmup(
     initial_state: Any,
     *,
     num_warmup: int,
-    seed: int,
+    seed: Any,
     **options,
 ) -> AdaptedState:
     """Runs only the warmup: the chains' `AdaptedState` (positions, step sizes, inverse
@@ -914,7 +987,7 @@ class NoUTurnSampler:
         step_size: Any = 0.1,
         max_tree_depth: int = 10,
         *,
-        seed: int = 0,
+        seed: Any = 0,
         value_and_grad=None,
         data=None,
         data_chain_axis=False,
