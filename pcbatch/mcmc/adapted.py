@@ -94,7 +94,9 @@ def _first(tree):
     return node.unflatten([leaf[0] for leaf in leaves])
 
 
-def jitter(num_chains: int, size: int, amount: float, seed: int, first_chain: int, dtype):
+def jitter(
+    num_chains: int, size: int, amount: float, seed: int, first_chain: int, dtype: Any
+) -> np.ndarray:
     """``[chains, size]`` uniform in ``(-amount, amount)``: chain ``c``'s numbers depend only
     on (seed, its chain index), as the sampler's own."""
     chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)[:, None]

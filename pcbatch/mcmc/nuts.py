@@ -42,8 +42,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,6 +63,12 @@ from pcbatch.mcmc import (
 from pcbatch.mcmc import warmup as _warmup
 from pcbatch.mcmc.adapted import AdaptedState
 from pcbatch.mcmc.tracing import integer_seed
+
+if TYPE_CHECKING:
+    from pcbatch.api import BatchedFunction
+
+#: ``data_chain_axis``: False, True, or data leaf names (see `sample`)
+ChainAxis = bool | str | Iterable[str]
 
 __all__ = [
     "MAX_SUPPORTED_TREE_DEPTH",
@@ -120,13 +126,14 @@ class Draws:
     max_energy_error: np.ndarray[Any, Any]
 
     @property
-    def names(self) -> list:
+    def names(self) -> list[str]:
         """Each leaf's name (its key path, as ``"a.b"``); ``["x"]`` for one array."""
         if not structure.is_structured(self.samples):
             return ["x"]
-        return structure.flatten(self.samples)[1].paths()
+        paths: list[str] = structure.flatten(self.samples)[1].paths()
+        return paths
 
-    def leaves(self) -> list:
+    def leaves(self) -> list[np.ndarray[Any, Any]]:
         """The draws of each leaf (`names`' order), as NumPy arrays."""
         if not structure.is_structured(self.samples):
             return [np.asarray(self.samples)]
@@ -175,14 +182,14 @@ class NutsResult(Draws):
         n = self.num_leapfrogs.astype(np.float64)
         return float(np.mean(n.mean(axis=1) / np.maximum(n.max(axis=1), 1)))
 
-    def _per_leaf(self, function):
+    def _per_leaf(self, function: Callable[[np.ndarray[Any, Any]], Any]) -> Any:
         """``function`` of each leaf's draws (as NumPy), in the samples' structure."""
         if not structure.is_structured(self.samples):
             return function(np.asarray(self.samples))
         leaves, node = structure.flatten(self.samples)
         return node.unflatten([function(np.asarray(leaf)) for leaf in leaves])
 
-    def ess(self, method: str = "bulk", implementation: str = "auto"):
+    def ess(self, method: str = "bulk", implementation: str = "auto") -> Any:
         """Effective sample size per component (per leaf, in the state's structure):
         ``method="bulk"`` or ``"tail"``, rank-normalized as in ArviZ (Vehtari et al. 2021),
         or ``"classic"`` (Stan's multi-chain estimate without ranks or splits). See
@@ -193,7 +200,7 @@ class NutsResult(Draws):
             functools.partial(diagnostics.ess, method=method, implementation=implementation)
         )
 
-    def rhat(self, method: str = "rank", implementation: str = "auto"):
+    def rhat(self, method: str = "rank", implementation: str = "auto") -> Any:
         """R-hat per component (per leaf, in the state's structure): ``method="rank"``,
         the rank-normalized split R-hat as in ArviZ (Vehtari et al. 2021), or
         ``"classic"`` (the split R-hat of BDA3). See `diagnostics.rhat`."""
@@ -203,7 +210,9 @@ class NutsResult(Draws):
             raise ValueError(f"rhat(): method is 'rank' or 'classic', got {method!r}")
         return self._per_leaf(functools.partial(diagnostics.rhat, implementation=implementation))
 
-    def to_arviz(self, *, coords=None, dims=None):
+    def to_arviz(
+        self, *, coords: dict[str, Any] | None = None, dims: dict[str, Any] | None = None
+    ) -> Any:
         """The draws and statistics as ArviZ ``InferenceData`` (needs ``pip install arviz``):
         one posterior variable per leaf, named as `names` (``x`` for one array), the
         statistics in ``sample_stats`` under ArviZ's names, and with warmup draws kept
@@ -222,12 +231,12 @@ def sample(
     step_size: float | None = None,
     max_tree_depth: int = 10,
     seed: Any,  # an integer or a JAX PRNG key, traced or not
-    backend=None,
-    value_and_grad: Callable | None = None,
-    data=None,
-    data_chain_axis=False,
-    transforms=None,
-    inverse_mass=None,
+    backend: Any = None,
+    value_and_grad: Callable[..., Any] | None = None,
+    data: Any = None,
+    data_chain_axis: ChainAxis = False,
+    transforms: Any = None,
+    inverse_mass: Any = None,
     adapt_mass: str = "diagonal",
     thin: int = 1,
     jitter: float = 0.0,
@@ -346,31 +355,31 @@ def sample(
 
 
 def _sample(
-    target_log_prob_fn,
-    initial_state,
+    target_log_prob_fn: Callable[..., Any] | None,
+    initial_state: Any,
     *,
-    num_samples,
-    num_warmup,
-    step_size,
-    max_tree_depth,
-    seed,
-    backend,
-    value_and_grad,
-    data,
-    data_chain_axis,
-    transforms=None,
-    inverse_mass=None,
-    adapt_mass="diagonal",
-    thin=1,
-    jitter=0.0,
-    target_accept_prob,
-    first_chain,
-    first_draw,
-    schedule,
-    progress_bar,
-    save_warmup=False,
-    draws_per_call=None,
-    warmup_only=False,
+    num_samples: int,
+    num_warmup: int,
+    step_size: Any,
+    max_tree_depth: int,
+    seed: Any,
+    backend: Any,
+    value_and_grad: Callable[..., Any] | None,
+    data: Any,
+    data_chain_axis: ChainAxis,
+    transforms: Any = None,
+    inverse_mass: Any = None,
+    adapt_mass: str = "diagonal",
+    thin: int = 1,
+    jitter: float = 0.0,
+    target_accept_prob: float,
+    first_chain: int,
+    first_draw: int,
+    schedule: str,
+    progress_bar: bool | None,
+    save_warmup: bool = False,
+    draws_per_call: int | None = None,
+    warmup_only: bool = False,
 ) -> NutsResult:
     """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`);
     ``warmup_only``: run the warmup and no draw (`warmup`)."""
@@ -471,13 +480,13 @@ def _sample(
             "in a tf.function without jit_compile (the sampler's own program is still "
             "compiled with XLA), or eagerly"
         )
-    bar = None
+    bar: progress.DrawProgress | progress.LineProgress | None = None
     if show_progress:
         bar = progress.new_bar(
             num_chains * run_draws,
             description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
         )
-    calls = []
+    calls: list[tuple[int, list[Any]]] = []
     num_draws = num_samples * thin
     # The warmup draws this call runs (none when it continues a run), and of them those
     # the draw buffer keeps: with ``save_warmup`` the warmup runs through the buffer.
@@ -550,7 +559,9 @@ def _in_xla_function() -> bool:
     return _in_xla_context()
 
 
-def _jitter(num_chains: int, size: int, amount: float, word, first_chain: int, dtype):
+def _jitter(
+    num_chains: int, size: int, amount: float, word: Any, first_chain: int, dtype: np.dtype[Any]
+) -> np.ndarray[Any, Any]:
     if not isinstance(word, np.uint32):
         raise ValueError(
             "nuts.sample: jitter= needs a concrete seed (a Python integer, or a key or "
@@ -561,7 +572,13 @@ def _jitter(num_chains: int, size: int, amount: float, word, first_chain: int, d
     return adapted.jitter(num_chains, size, amount, int(word), first_chain, dtype)
 
 
-def _draws(outputs: list, rows: slice, layout, constraints, traced: bool = False) -> Draws:
+def _draws(
+    outputs: list[Any],
+    rows: slice,
+    layout: structure.Layout | None,
+    constraints: constrained.Constraints | None,
+    traced: bool = False,
+) -> Draws:
     """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``,
     the samples in the user's structure and constrained space; the statistics as NumPy
     arrays, or ``traced``, as the backend's (traced) arrays."""
@@ -592,7 +609,7 @@ def warmup(
     *,
     num_warmup: int,
     seed: Any,
-    **options,
+    **options: Any,
 ) -> AdaptedState:
     """Runs only the warmup: the chains' `AdaptedState` (positions, step sizes, inverse
     mass, draw counter), which `sample` continues without adaptation
@@ -604,7 +621,7 @@ def warmup(
     for name in ("num_samples", "thin"):
         if name in options:
             raise TypeError(f"nuts.warmup draws no samples: {name}= belongs to nuts.sample")
-    arguments = dict(
+    arguments: dict[str, Any] = dict(
         step_size=None, max_tree_depth=10, backend=None, value_and_grad=None, data=None,
         data_chain_axis=False, target_accept_prob=0.8, first_chain=0, first_draw=0,
         schedule="returns_first", progress_bar=None,
@@ -624,10 +641,13 @@ def warmup(
         warmup_only=True,
         **arguments,
     )
+    assert result.state is not None  # every run's result carries its end state
     return result.state
 
 
-def _wants_dense(state, layout, inverse_mass, adapt_mass: str) -> bool:
+def _wants_dense(
+    state: Any, layout: structure.Layout | None, inverse_mass: Any, adapt_mass: str
+) -> bool:
     """Whether the metric is dense: ``adapt_mass="dense"``, or a dense ``inverse_mass``."""
     num_chains = int(state.shape[0])
     size = int(np.prod(tuple(state.shape[1:]), dtype=np.int64))
@@ -642,7 +662,14 @@ def _wants_dense(state, layout, inverse_mass, adapt_mass: str) -> bool:
     return adapt_mass == "dense" or given
 
 
-def _check_resuming(state, num_warmup, transforms, first_chain, first_draw, jitter) -> None:
+def _check_resuming(
+    state: AdaptedState,
+    num_warmup: int,
+    transforms: Any,
+    first_chain: int,
+    first_draw: int,
+    jitter: float,
+) -> None:
     """An `AdaptedState` continues as it is: nothing may ask to adapt or start anew."""
     if num_warmup != 0:
         raise ValueError(
@@ -666,7 +693,7 @@ def _check_resuming(state, num_warmup, transforms, first_chain, first_draw, jitt
         raise ValueError("nuts.sample: jitter= moves a new start; an AdaptedState continues")
 
 
-def _draws_per_call(num_chains: int, event_shape: tuple, dtype) -> int:
+def _draws_per_call(num_chains: int, event_shape: tuple[int, ...], dtype: np.dtype[Any]) -> int:
     """The draw buffer's length: a power of two in [`MIN_DRAWS_PER_CALL`,
     `MAX_DRAWS_PER_CALL`], as long as `DRAW_BUFFER_BYTES` allows."""
     size = int(np.prod(event_shape, dtype=np.int64))
@@ -675,17 +702,17 @@ def _draws_per_call(num_chains: int, event_shape: tuple, dtype) -> int:
     return int(np.clip(2 ** int(np.log2(fits)), MIN_DRAWS_PER_CALL, MAX_DRAWS_PER_CALL))
 
 
-def _joined(calls: list) -> list:
+def _joined(calls: list[tuple[int, list[Any]]]) -> list[Any]:
     """Each output of the calls (``[chains, buffer, ...]``) cut to the draws each call
     kept and joined along the draw axis."""
-    joined = []
+    joined: list[Any] = []
     for k in range(len(calls[0][1])):
         parts = [outputs[k][:, :count] for count, outputs in calls]
         joined.append(parts[0] if len(parts) == 1 else _concatenate(parts, axis=1))
     return joined
 
 
-def _concatenate(parts: list, axis: int):
+def _concatenate(parts: list[Any], axis: int) -> Any:
     library = gradients.array_library(parts[0])
     if library == "tensorflow":
         import tensorflow as tf
@@ -698,22 +725,23 @@ def _concatenate(parts: list, axis: int):
     return np.concatenate([np.asarray(p) for p in parts], axis)
 
 
-def _reshape_for(array):
+def _reshape_for(array: Any) -> Callable[[Any, tuple[int, ...]], Any]:
     """``reshape(x, shape)`` for ``array``'s library (tensors have no ``reshape`` method)."""
     if gradients.array_library(array) == "tensorflow":
         import tensorflow as tf
 
-        return tf.reshape
+        reshape: Callable[[Any, tuple[int, ...]], Any] = tf.reshape  # tf is untyped
+        return reshape
     return lambda x, shape: x.reshape(shape)
 
 
-def _library(state, backend) -> str:
+def _library(state: Any, backend: Any) -> str:
     """The array library the sampler runs on: ``backend``'s, else ``state``'s."""
     name = getattr(backend, "name", None)
     return name if name in ("jax", "tensorflow") else gradients.array_library(state)
 
 
-def _flat_state(state, backend) -> tuple:
+def _flat_state(state: Any, backend: Any) -> tuple[Any, structure.Layout]:
     """A structured ``state`` as ``[chains, size]`` in one float dtype, and its `Layout`."""
     leaves, node = structure.flatten(state)
     names = node.paths()
@@ -757,7 +785,9 @@ def _flat_state(state, backend) -> tuple:
     return np.concatenate(parts, axis=1), layout
 
 
-def _data_leaves(data, chain_axis, num_chains: int, dtype, library: str) -> tuple:
+def _data_leaves(
+    data: Any, chain_axis: ChainAxis, num_chains: int, dtype: np.dtype[Any], library: str
+) -> tuple[tuple[Any, ...], structure.Node | None]:
     """(the program's data input, the data's `structure.Node` or None without data).
 
     The input is a tuple of the data's leaves: a leaf with a chain axis as it is, any
@@ -787,7 +817,7 @@ def _data_leaves(data, chain_axis, num_chains: int, dtype, library: str) -> tupl
     return tuple(program_leaves), node
 
 
-def _marked(chain_axis, names: list) -> set:
+def _marked(chain_axis: Any, names: list[str]) -> set[str]:
     """The data leaves ``data_chain_axis`` marks as per chain."""
     if chain_axis is True or chain_axis is False:
         return set(names) if chain_axis else set()
@@ -813,7 +843,7 @@ def _marked(chain_axis, names: list) -> set:
     return marked
 
 
-def _data_array(leaf, what: str, dtype, library: str):
+def _data_array(leaf: Any, what: str, dtype: np.dtype[Any], library: str) -> Any:
     """A data leaf as an array; floats in the state's ``dtype``, and on JAX without
     64-bit mode 64-bit integers as the 32-bit ones JAX would run them as."""
     if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
@@ -846,7 +876,7 @@ def _data_array(leaf, what: str, dtype, library: str):
     return np.asarray(leaf).astype(target)
 
 
-def _on_backend(state, backend):
+def _on_backend(state: Any, backend: Any) -> Any:
     """``state`` as ``backend``'s arrays (a TensorFlow program traced for tensors is
     traced again for NumPy arrays)."""
     if getattr(backend, "name", None) == "tensorflow":
@@ -875,7 +905,7 @@ def _swap_chains(samples: Any) -> Any:
     return samples.transpose(perm)
 
 
-def _float_state(state, backend, what: str = "initial_state"):
+def _float_state(state: Any, backend: Any, what: str = "initial_state") -> Any:
     """``state`` as float32 or float64 arrays of its library (see `sample`'s rules)."""
     if not (hasattr(state, "shape") and hasattr(state, "dtype")):
         state = np.asarray(state)  # a list or tuple of numbers
@@ -953,7 +983,14 @@ def _check_arguments(num_samples: int, num_warmup: int, max_tree_depth: int) -> 
 
 
 @functools.lru_cache(maxsize=32)
-def _compiled(value_and_grad, capacity, max_tree_depth, event_shape, target, show_progress):
+def _compiled(
+    value_and_grad: Callable[..., Any],
+    capacity: int,
+    max_tree_depth: int,
+    event_shape: tuple[int, ...],
+    target: float,
+    show_progress: bool,
+) -> BatchedFunction:
     """One `Context` per sampler configuration, so its compiled programs are reused (the
     numbers of draws and the data are inputs of the program, not part of it)."""
     from pcbatch.api import Context
@@ -988,10 +1025,10 @@ class NoUTurnSampler:
         max_tree_depth: int = 10,
         *,
         seed: Any = 0,
-        value_and_grad=None,
-        data=None,
-        data_chain_axis=False,
-    ):
+        value_and_grad: Callable[..., Any] | None = None,
+        data: Any = None,
+        data_chain_axis: ChainAxis = False,
+    ) -> None:
         self.target_log_prob_fn = target_log_prob_fn
         self.step_size = step_size
         self.max_tree_depth = max_tree_depth
@@ -1007,7 +1044,9 @@ class NoUTurnSampler:
     def bootstrap_results(self, current_state: Any) -> KernelResults:
         return KernelResults(draw=0, last=None)
 
-    def one_step(self, current_state, previous_kernel_results: KernelResults):
+    def one_step(
+        self, current_state: Any, previous_kernel_results: KernelResults
+    ) -> tuple[Any, KernelResults]:
         result = _sample(
             self.target_log_prob_fn,
             current_state,

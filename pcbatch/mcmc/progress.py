@@ -18,11 +18,12 @@ import importlib.util
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 #: the least time between two redraws of the bar
 REFRESH_SECONDS = 0.1
 
-_active: DrawProgress | None = None
+_active: DrawProgress | LineProgress | None = None
 
 
 def wanted(progress_bar: bool | None) -> bool:
@@ -121,7 +122,9 @@ def report_draws(chains) -> None:
 
 
 @contextlib.contextmanager
-def showing(bar: DrawProgress | None):
+def showing(
+    bar: DrawProgress | LineProgress | None,
+) -> Iterator[DrawProgress | LineProgress | None]:
     """Routes `report_draws` to ``bar`` while the block runs, then completes the bar."""
     global _active
     previous, _active = _active, bar
