@@ -14,7 +14,7 @@ only elementwise ops on per-example scalars, which run on the batch as written
 Called eagerly, inside a tf.function, or building a TF1-style graph run by a Session
 (`_in_tf1_graph`). Works with today's TensorFlow release; one TensorFlow-internal
 function is used, to tell whether a caller's tf.function is XLA-compiled
-(`_in_xla_context`: there is no public test).
+(`in_xla_context`: there is no public test).
 """
 
 from __future__ import annotations
@@ -344,7 +344,7 @@ def _trace_outside_graph(function, placed: Callable, args: tuple):
     return _outside_tf1_graph(trace)
 
 
-def _in_xla_context() -> bool:
+def in_xla_context() -> bool:
     """Whether the graph being built will be compiled by XLA: a tf.function with
     jit_compile=True is tracing it, or one of the graphs it is nested in. (TensorFlow's
     own test, the one tf.function makes: there is no public one.)"""
@@ -831,7 +831,7 @@ class TensorFlowBackend:
         (``return_status=True``), or is refused while tracing."""
         from pcbatch.errors import UncheckedFailureError
 
-        if _in_xla_context():
+        if in_xla_context():
             raise UncheckedFailureError(
                 f"{function}: called inside a tf.function(jit_compile=True), where XLA "
                 "cannot raise a stack overflow or step limit when the run executes, and "

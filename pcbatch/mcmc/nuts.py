@@ -554,9 +554,9 @@ def _register_with_jax() -> None:
 
 def _in_xla_function() -> bool:
     """Whether the graph being traced is a ``tf.function(jit_compile=True)``'s."""
-    from pcbatch.backends.tensorflow import _in_xla_context
+    from pcbatch.backends.tensorflow import in_xla_context
 
-    return _in_xla_context()
+    return in_xla_context()
 
 
 def _jitter(
