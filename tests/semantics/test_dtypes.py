@@ -589,12 +589,12 @@ def int8_scalar_type(x, k):
 
 @backends.backend_param
 def test_a_numpy_scalar_type_called_on_a_per_example_value(backend_name):
-    """``np.int8(v)`` makes one NumPy scalar of ``v``: exact on NumPy (per example); a
+    """``np.int8(v)`` makes one NumPy scalar of ``v``: exact on NumPy and Torch (per example); a
     compiled backend's value has no value until it runs, so it is rejected at the
     line, saying to write ``v.astype(np.int8)``."""
     x = np.array([1.5, 2.5])
     backend = backends.backend(backend_name)
-    if backend_name == "numpy":
+    if backend_name in backends.EAGER_NAMES:  # Torch's primitives run as NumPy's do
         np.testing.assert_array_equal(int8_scalar_type(x, 3, backend=backend),
                                       _per_example(int8_scalar_type, [x, 3]))
         with pytest.raises(OverflowError):
