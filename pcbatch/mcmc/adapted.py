@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.mcmc import gradients, warmup
 from pcbatch.mcmc import random as rnd
-from pcbatch.mcmc import warmup
 
 #: the random stream of the initial jitter (past the sampler's own tags)
 JITTER = 6
@@ -189,23 +189,11 @@ def start_of(state: AdaptedState, step_size, inverse_mass, dtype) -> warmup.Chai
     the adapted ones."""
     chain_state = state.chain_state
     if step_size is not None:
-        chain_state = chain_state._replace(step=_like(chain_state.step, step_size))
+        step = gradients.constant_like(step_size, chain_state.step)
+        chain_state = chain_state._replace(step=step)
     if inverse_mass is not None:
-        chain_state = chain_state._replace(inv_mass=_like(chain_state.inv_mass, inverse_mass))
+        inv_mass = gradients.constant_like(inverse_mass, chain_state.inv_mass)
+        chain_state = chain_state._replace(inv_mass=inv_mass)
     return chain_state
 
 
-def _like(array, values: np.ndarray):
-    """``values`` (NumPy) as ``array``'s library's array."""
-    from pcbatch.mcmc import gradients
-
-    library = gradients.array_library(array)
-    if library == "tensorflow":
-        import tensorflow as tf
-
-        return tf.constant(values, dtype=array.dtype)
-    if library == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(values, array.dtype)
-    return np.asarray(values, array.dtype)

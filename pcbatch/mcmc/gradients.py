@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from pcbatch.backends import numpy_dispatch
 
@@ -30,6 +33,21 @@ def array_library(value) -> str:
     if module.startswith("tensorflow"):
         return "tensorflow"
     return "numpy"
+
+
+def constant_like(value, like) -> Any:
+    """``value`` (NumPy) as an array of ``like``'s library and dtype (no promotion to
+    float64)."""
+    library = array_library(like)
+    if library == "tensorflow":
+        import tensorflow as tf
+
+        return tf.constant(value, dtype=like.dtype)
+    if library == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(value, like.dtype)
+    return np.asarray(value, like.dtype)
 
 
 def value_and_grad_for(

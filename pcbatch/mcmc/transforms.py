@@ -32,6 +32,9 @@ import numpy as np
 
 from pcbatch.mcmc import gradients
 
+#: a NumPy constant in an array's library and dtype
+_constant = gradients.constant_like
+
 __all__ = [
     "Transform",
     "cholesky_corr",
@@ -58,20 +61,6 @@ def _xp(value) -> Any:
 
         return tnp
     return np
-
-
-def _constant(value, like) -> Any:
-    """A NumPy constant in ``like``'s array library and dtype (no promotion to float64)."""
-    library = gradients.array_library(like)
-    if library == "tensorflow":
-        import tensorflow as tf
-
-        return tf.constant(value, dtype=like.dtype)
-    if library == "jax":
-        import jax.numpy as jnp
-
-        return jnp.asarray(value, like.dtype)
-    return np.asarray(value, like.dtype)
 
 
 def _gather(values, index: np.ndarray) -> Any:
