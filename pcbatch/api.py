@@ -13,9 +13,10 @@ Usage::
     fib(np.array([6, 7, 8]))            # array([ 8, 13, 21])
     fib(np.array([6, 7, 8]), dry_run=True)   # the same, one example at a time
 
-Functions are compiled from their source on first call (all functions
-decorated in the context by then are compiled together, so they may call each
-other in any order), and the lowered program is cached per argument
+Functions are compiled from their source on first call: the function called and
+every function of the context it can reach, decorated in any order before the call
+(so they may call each other in any order; an unrelated function's mistakes wait for
+its own call), and the lowered program is cached per argument
 signature and backend. A call compiles again when a global or closure value the
 functions read has changed since (`pcbatch.frontend.snapshot`), as Python reads
 globals anew at every call.
@@ -23,6 +24,7 @@ globals anew at every call.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -42,7 +44,7 @@ from pcbatch.dsl import ModuleBuilder
 from pcbatch.errors import BatchSizeError, NestedBatchedCallError
 from pcbatch.frontend import fence, unbound
 from pcbatch.frontend.parse import ParsedFunction, parse_function
-from pcbatch.frontend.snapshot import Snapshot
+from pcbatch.frontend.snapshot import Snapshot, names_read
 from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Function, Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, is_python_scalar, map_pattern, rebuild
@@ -625,7 +627,9 @@ class Context:
 
     def __init__(self) -> None:
         self._functions: dict[str, BatchedFunction] = {}
-        self._module: Module | None = None
+        # IR modules by the names of the functions they hold: `module` holds every
+        # function, `program` only main and the batched functions main can reach
+        self._modules: dict[frozenset[str], Module] = {}
         self._snapshot: Snapshot | None = None  # the globals and closures it was built from
         self._programs: dict[str, Program] = {}
         self._cache = runner.CompileCache()
@@ -682,7 +686,8 @@ class Context:
                 )
             batched = BatchedFunction(self, function, type_inference)
             self._functions[name] = batched
-            self._module = None
+            self._modules.clear()
+            self._snapshot = None  # taken again, with the new function, at the next build
             self._programs.clear()
         return batched
 
@@ -693,12 +698,18 @@ class Context:
     # -- compiling -----------------------------------------------------------------
     def module(self) -> Module:
         """The IR `Module` of every function decorated so far (compiled once, then cached)."""
+        return self._module_of(frozenset(self._functions))
+
+    def _module_of(self, names: frozenset[str]) -> Module:
+        """The IR `Module` of the functions ``names`` (built once, then cached)."""
         with self._lock:
-            if self._module is None:
-                # Before the build: a value changed while it runs is noticed next call.
-                self._snapshot = Snapshot(self._functions.values())
-                self._module = _build_module(self._functions)
-            return self._module
+            if names not in self._modules:
+                if self._snapshot is None:
+                    # Before the build: a value changed while it runs is noticed next call.
+                    self._snapshot = Snapshot(self._functions.values())
+                chosen = {n: bf for n, bf in self._functions.items() if n in names}
+                self._modules[names] = _build_module(chosen)
+            return self._modules[names]
 
     def _forget_if_globals_changed(self) -> None:
         """Rebuilds on the next use when a global or closure value the compiled functions
@@ -709,7 +720,7 @@ class Context:
             return
         with self._lock:
             if self._snapshot is snapshot:
-                self._module = None
+                self._modules.clear()
                 self._snapshot = None
                 self._programs.clear()
                 # Entries of the old programs could never be hit again: drop them.
@@ -738,7 +749,10 @@ class Context:
                     f"{main!r} is not a batched function of this Context (known: {known})"
                 )
             if main not in self._programs:
-                self._programs[main] = self.module().program(main)
+                # Only what main can reach is compiled: a mistake in an unrelated
+                # function of this Context is reported when that function is called.
+                module = self._module_of(_reachable(self._functions, main))
+                self._programs[main] = module.program(main)
             return self._programs[main]
 
     def program_compiled(
@@ -877,6 +891,28 @@ def _shared_backend(name: str) -> Any:
 
             _SHARED[name] = TensorFlowBackend()
     return _SHARED[name]
+
+
+def _reachable(functions: dict[str, BatchedFunction], main: str) -> frozenset[str]:
+    """``main`` and the batched functions of its Context that it may call, directly or
+    through one another: those whose name, or whose value as a global or closure
+    variable, its code reads (a superset of what it calls, so never too few)."""
+    ours = {id(bf): name for name, bf in functions.items()}
+    ours.update({id(bf.python_function): name for name, bf in functions.items()})
+    seen, todo = {main}, [main]
+    while todo:
+        function = functions[todo.pop()].python_function
+        code = function.__code__
+        values = [function.__globals__.get(n) for n in names_read(code)]
+        for cell in function.__closure__ or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                values.append(cell.cell_contents)
+        named = set(names_read(code) | set(code.co_freevars)) & functions.keys()
+        for callee in named | {ours[id(v)] for v in values if id(v) in ours}:
+            if callee not in seen:
+                seen.add(callee)
+                todo.append(callee)
+    return frozenset(seen)
 
 
 def _build_module(functions: dict[str, BatchedFunction]) -> Module:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import numbers
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -510,16 +511,29 @@ class PerExampleFallbackWarning(UserWarning):
     """A primitive ran one example at a time because it uses Python control flow on values."""
 
 
-_warned: set = set()
+#: the primitives warned about, by id: id -> a weak reference to the primitive's code
+#: (the id alone could be reused by a later primitive once the first is freed, and that
+#: one's warning would be lost)
+_warned: dict[int, Any] = {}
+
+
+def _first_warning(about: Any) -> bool:
+    """True the first time for ``about`` (a code object or function) while it lives."""
+    seen = _warned.get(id(about))
+    if seen is not None and seen() is about:
+        return False
+    try:
+        _warned[id(about)] = weakref.ref(about)
+    except TypeError:  # no weak references (a ufunc, say): it lives as long as NumPy
+        _warned[id(about)] = lambda: about
+    return True
 
 
 def _warn_slow(function: Callable, error: Exception) -> None:
     function = inspect.unwrap(function)  # the user's own function, not a pcbatch wrapper
     code = getattr(function, "__code__", None)
-    key = id(code) if code is not None else id(function)
-    if key in _warned:
+    if not _first_warning(code if code is not None else function):
         return
-    _warned.add(key)
     where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else repr(function)
     advice = (
         "" if isinstance(error, OtherLibraryCall)

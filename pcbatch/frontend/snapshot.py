@@ -79,7 +79,7 @@ class Snapshot:
         if not isinstance(function, types.FunctionType) or id(function) in self._seen:
             return
         self._seen.add(id(function))
-        names = _names_read(function.__code__)
+        names = names_read(function.__code__)
         namespace = function.__globals__
         for name in names:
             if name in namespace:
@@ -116,12 +116,12 @@ def _read(kind: str, where: Any, name: str) -> Any:
     return where.get(name, _MISSING)
 
 
-def _names_read(code: types.CodeType) -> frozenset:
+def names_read(code: types.CodeType) -> frozenset:
     """Global and attribute names ``code`` and its nested lambdas and comprehensions use."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _names_read(const)
+            names |= names_read(const)
     return frozenset(names)
 
 

@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 
 import pcbatch
+from pcbatch.errors import AutobatchSyntaxError
 from pcbatch.ir.nodes import Module, Program
 from pcbatch.ir.types import TensorType, Type
 from pcbatch.passes import pipeline
+from tests import backends
+from tests.backends import backend_param
 
 INT = TensorType(np.dtype(np.int64), ())
 
@@ -188,3 +191,43 @@ def test_per_example_broadcasting_in_expressions():
     np.testing.assert_allclose(
         scale(np.array([1.0, 2.0])), scale(np.array([1.0, 2.0]), dry_run=True)
     )
+
+
+@backend_param
+def test_a_mistake_in_one_function_does_not_stop_the_others(backend_name):
+    """Only what main can reach is compiled: a function the call never reaches may hold a
+    construct pcbatch rejects, and that error is raised where that function is called
+    (or reached), not from every function of the Context."""
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def mean_of_rows(v):
+        total = 0.0
+        for x in v:  # rejected: a batched for loop iterates over range(...)
+            total += x
+        return total
+
+    @ctx.batch
+    def double(x):
+        return 2 * x
+
+    @ctx.batch
+    def uses_mean(v):
+        return mean_of_rows(v) + 1.0
+
+    def shifted(x):  # a closure over a batched function is followed too
+        @ctx.batch
+        def plus_double(y):
+            return double(y) + x
+
+        return plus_double
+
+    plus_double = shifted(10)
+    options = {"backend": backends.backend(backend_name)}
+    np.testing.assert_array_equal(double(np.array([1, 2]), **options), [2, 4])
+    np.testing.assert_array_equal(plus_double(np.array([1, 2]), **options), [12, 14])
+    for entry in (mean_of_rows, uses_mean):
+        with pytest.raises(AutobatchSyntaxError, match="mean_of_rows.*range"):
+            entry(np.ones((2, 3)), **options)
+    with pytest.raises(AutobatchSyntaxError, match="mean_of_rows"):
+        ctx.module()  # every function: the mistake is in it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
 import traceback
 
@@ -126,6 +127,17 @@ def test_a_plain_helper_with_python_control_flow_still_gives_right_answers():
     x = np.array([1.0, 4.0, -4.0])
     with pytest.warns(UserWarning, match="one example at a time"):
         np.testing.assert_allclose(fn(x), np.sqrt(np.abs(x)))
+
+
+def test_each_new_context_warns_about_its_slow_helper_again():
+    """The warning is once per compiled primitive: a primitive freed and another made at
+    the same address (as Python reuses memory) still warns."""
+    for _ in range(6):
+        fn = _batched(errors_src.raises_at_run_time)
+        with pytest.warns(UserWarning, match="one example at a time"):
+            fn(np.array([1.0, 4.0]))
+        del fn
+        gc.collect()
 
 
 def test_lambda_cannot_be_batched():
