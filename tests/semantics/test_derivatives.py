@@ -1,0 +1,96 @@
+"""Differentiating through a batched function, per library (docs/semantics.md,
+"Derivatives"): where the library can, the derivative is the per-example function's
+own; where it cannot, an error says so. Never a silent zero."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcbatch
+from tests import backends
+
+ctx = pcbatch.Context()
+
+
+@ctx.batch
+def newton_sqrt(a):
+    """sqrt(a) by Newton's iteration, a data-dependent number of steps."""
+    x = a if a > 1 else 1.0
+    while abs(x * x - a) > 1e-12 * a:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+@ctx.batch
+def scaled(a, k):
+    """A recursion and a branch: a * 2**k for a >= 0, else a * 3**k."""
+    if k == 0:
+        return a
+    if a >= 0:
+        return 2.0 * scaled(a, k - 1)
+    return 3.0 * scaled(a, k - 1)
+
+
+A = np.array([2.0, 9.0, 0.25, 1e4])
+K = np.array([0, 3, 1, 2])
+A_SIGNED = np.array([1.5, -2.0, -0.5, 4.0])
+
+
+def _expected_scaled_derivative():
+    return np.where(A_SIGNED >= 0, 2.0**K, 3.0**K)
+
+
+needs_jax = pytest.mark.skipif("jax" not in backends.BACKEND_NAMES, reason="needs JAX")
+needs_tf = pytest.mark.skipif("tensorflow" not in backends.BACKEND_NAMES, reason="needs TF")
+needs_torch = pytest.mark.skipif("torch" not in backends.BACKEND_NAMES, reason="needs torch")
+
+
+@needs_jax
+def test_jax_forward_mode_gives_each_examples_derivative():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    backend = backends.backend("jax")
+    a = jax.numpy.asarray(A)
+    root, slope = jax.jvp(lambda a: newton_sqrt(a, backend=backend), (a,), (jax.numpy.ones(4),))
+    np.testing.assert_allclose(root, np.sqrt(A), rtol=1e-12)
+    np.testing.assert_allclose(slope, 0.5 / np.sqrt(A), rtol=1e-9)
+    jacobian = jax.jacfwd(lambda a: scaled(a, K, backend=backend))(jax.numpy.asarray(A_SIGNED))
+    np.testing.assert_allclose(jacobian, np.diag(_expected_scaled_derivative()), rtol=1e-12)
+
+
+@needs_jax
+def test_jax_reverse_mode_is_jaxs_own_error_not_a_wrong_gradient():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    backend = backends.backend("jax")
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+        jax.grad(lambda a: newton_sqrt(a, backend=backend).sum())(jax.numpy.asarray(A))
+
+
+@needs_tf
+def test_tensorflow_gradient_tape_without_xla_gives_each_examples_derivative():
+    import tensorflow as tf
+
+    from pcbatch.backends.tensorflow import TensorFlowBackend
+
+    backend = TensorFlowBackend(jit_compile=False)
+    a = tf.Variable(A_SIGNED)
+    with tf.GradientTape() as tape:
+        # plus a term outside pcbatch: both parts of the gradient must arrive
+        total = tf.reduce_sum(scaled(a, tf.constant(K), backend=backend)) + tf.reduce_sum(a)
+    np.testing.assert_allclose(tape.gradient(total, a), _expected_scaled_derivative() + 1.0)
+
+
+@needs_tf
+def test_tensorflow_gradient_tape_under_xla_raises():
+    import tensorflow as tf
+
+    from pcbatch.backends.tensorflow import TensorFlowBackend
+
+    a = tf.Variable(A)
+    with pytest.raises(tf.errors.InvalidArgumentError), tf.GradientTape() as tape:
+        total = tf.reduce_sum(newton_sqrt(a, backend=TensorFlowBackend()))  # XLA: the default
+        tape.gradient(total, a)
