@@ -66,7 +66,7 @@ def test_jax_reverse_mode_is_jaxs_own_error_not_a_wrong_gradient():
 
     jax.config.update("jax_enable_x64", True)
     backend = backends.backend("jax")
-    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+    with pytest.raises(ValueError, match="(?i)reverse-mode differentiation"):
         jax.grad(lambda a: newton_sqrt(a, backend=backend).sum())(jax.numpy.asarray(A))
 
 
