@@ -543,12 +543,17 @@ def _leaves(value: Any) -> list[Any]:
 
 
 def _example(value: Any, i: int) -> Any:
-    """Batch member ``i`` of an argument (no batch dimension); size-1 batches broadcast."""
+    """Batch member ``i`` of an argument (no batch dimension); size-1 batches broadcast.
+
+    A NumPy member is a copy of its own, not a view: the plain function may change it in
+    place (``x += 1``, ``x[0] = 5``), and that must reach neither the caller's array nor
+    the other examples (a shared 0-d or size-1 batch), as it reaches neither in a
+    batched run."""
     if is_pattern_node(value):
         return rebuild(value, [_example(v, i) for v in value])
-    if np.ndim(value) == 0:
-        return value
-    return value[i] if np.shape(value)[0] != 1 else value[0]
+    shared = np.ndim(value) == 0 or np.shape(value)[0] == 1
+    member = value if np.ndim(value) == 0 else value[0 if shared else i]
+    return member.copy() if isinstance(member, np.ndarray) else member
 
 
 def _stack(results: list[Any]) -> Any:

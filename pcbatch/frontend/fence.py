@@ -278,6 +278,7 @@ class _Fence(ast.NodeVisitor):
                 "plain functions by their own name",
             )
         self.check_builtin_call(node)
+        self.check_no_out_keyword(node)
         if isinstance(node.func, ast.Name) and node.func.id in self.batched_names:
             for arg in node.args:
                 if isinstance(arg, ast.Starred):
@@ -290,6 +291,18 @@ class _Fence(ast.NodeVisitor):
                     )
                 self.check_not_none(kw.value)
         self.generic_visit(node)
+
+    def check_no_out_keyword(self, node: ast.Call) -> None:
+        """``np.add(x, 1, out=x)`` writes into an array in place: the batch's array is
+        not the example's (and JAX and TensorFlow have no ``out=``)."""
+        for kw in node.keywords:
+            if kw.arg == "out":
+                self.reject(
+                    kw.value,
+                    "out= (writing a result into an existing array in place) is not "
+                    "supported in a batched function; assign the result instead: "
+                    "x = np.add(x, 1) rather than np.add(x, 1, out=x)",
+                )
 
     def check_builtin_call(self, node: ast.Call) -> None:
         """Builtins whose per-example meaning a batch cannot keep."""

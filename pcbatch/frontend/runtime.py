@@ -256,6 +256,30 @@ def _extreme(builtin, replaces: str):
 py_min = _extreme(min, "minimum")
 py_max = _extreme(max, "maximum")
 
+def _numpy_copy(builtin):
+    """``np.array(v)``/``np.asarray(v)`` of one example's value: on JAX and TensorFlow a
+    per-example value is no NumPy array (NumPy would make an object array of its
+    elements), so it copies or converts itself; anything else goes to NumPy."""
+
+    def convert(value, dtype=None, **kwargs):
+        if _is_plain(value) or isinstance(value, (np.ndarray, list, tuple)) or (
+            set(kwargs) - {"copy"}
+        ):
+            return builtin(value, dtype, **kwargs)
+        # a copy (a JAX or TensorFlow array cannot be changed in place anyway), strong:
+        # one example's Python scalar becomes its NumPy default dtype, as NumPy makes it
+        return value.astype(value.dtype if dtype is None else dtype)
+
+    convert.__name__ = builtin.__name__
+    return convert
+
+
+to_array = _numpy_copy(np.array)
+to_asarray = _numpy_copy(np.asarray)
+
+#: NumPy functions whose calls the frontend sends to the per-example forms above
+NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray"}
+
 #: builtins whose calls the frontend sends to the per-example forms above
 BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
                  min: "__pcb_min", max: "__pcb_max"}
@@ -267,6 +291,8 @@ NAMESPACE = {
     "__pcb_bool": to_bool,
     "__pcb_min": py_min,
     "__pcb_max": py_max,
+    "__pcb_array": to_array,
+    "__pcb_asarray": to_asarray,
     "__pcb_truthy": truthy,
     "__pcb_select": select,
     "__pcb_not": logical_not,

@@ -181,6 +181,12 @@ class Translator:
         value = getattr(builtins, func.id, None)
         return next((form for b, form in runtime.BUILTIN_FORMS.items() if b is value), None)
 
+    def numpy_form(self, node: ast.Call) -> str | None:
+        """The per-example form (`runtime.NUMPY_FORMS`) of ``np.array(v)`` or
+        ``np.asarray(v)`` (by any name they have here), else None."""
+        value = self.constant_of(node.func)
+        return next((form for f, form in runtime.NUMPY_FORMS.items() if f is value), None)
+
     def reject_global_random(self) -> None:
         """Random draws from a global generator cannot be per example (see `_draws_globally`)."""
         for node in ast.walk(self.parsed.tree):
@@ -525,7 +531,7 @@ class _Hoister(ast.NodeTransformer):
             return self._temp(self.t.call(node, None), node)
         if runtime.is_batched_primitive(self.t.constant_of(node.func)):
             return self._temp(self.t.batched_primitive_call(node), node)
-        form = self.t.builtin_form(node)
+        form = self.t.builtin_form(node) or self.t.numpy_form(node)
         node = self.generic_visit(node)
         if form is not None:
             node.func = ast.copy_location(ast.Name(id=form, ctx=ast.Load()), node.func)
