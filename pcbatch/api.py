@@ -479,8 +479,15 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
         raise TypeError(
             f"{what}: cannot use {_short(value)} as a batched argument: it becomes a NumPy "
             f"array of dtype {array.dtype}, not of numbers or booleans"
+            + (_STRING_ADVICE if array.dtype.kind in "SU" else "")
         )
     return array
+
+
+_STRING_ADVICE = (
+    "; a string is no per-example value: to choose between modes, use a boolean or int "
+    "flag (fast=True, mode=0), or read a module-level constant (MODE = 'fast')"
+)
 
 
 def _check_torch_dtype(value: Any, what: str) -> None:

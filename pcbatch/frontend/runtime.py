@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from pcbatch.errors import ConditionShapeError
+from pcbatch.errors import ConditionShapeError, SharedArrayError
 
 
 def truthy(x):
@@ -256,22 +256,61 @@ def _extreme(builtin, replaces: str):
 py_min = _extreme(min, "minimum")
 py_max = _extreme(max, "maximum")
 
+def unshared(value, message: str, source=None):
+    """``value``, bound by ``z = y`` (or a view such as ``y[1:]``) where one of the names
+    is changed in place: Python would share an array between them, which a batch cannot
+    (each variable holds its own value); a scalar is never changed in place, so it passes.
+    With ``source`` (``z = np.asarray(y, dtype)``): shared only where the dtype stays."""
+    same_dtype = source is None or np.dtype(value.dtype) == np.dtype(source.dtype)
+    if np.ndim(value) and same_dtype:
+        raise SharedArrayError(message)
+    return value
+
+
 def _numpy_copy(builtin):
     """``np.array(v)``/``np.asarray(v)`` of one example's value: on JAX and TensorFlow a
     per-example value is no NumPy array (NumPy would make an object array of its
-    elements), so it copies or converts itself; anything else goes to NumPy."""
+    elements), so it copies or converts itself, and a list holding such values is
+    stacked; anything else goes to NumPy."""
 
     def convert(value, dtype=None, **kwargs):
-        if _is_plain(value) or isinstance(value, (np.ndarray, list, tuple)) or (
-            set(kwargs) - {"copy"}
-        ):
+        if set(kwargs) - {"copy"} or not _holds_batched(value):
             return builtin(value, dtype, **kwargs)
+        if isinstance(value, (list, tuple)):
+            # NumPy reads the Python numbers of a list as strong (int64, float64)
+            items = [_strong(convert(v)) for v in value]
+            dtype = np.result_type(*(v.dtype for v in items)) if dtype is None else dtype
+            return np.stack([v.astype(dtype) for v in items])
         # a copy (a JAX or TensorFlow array cannot be changed in place anyway), strong:
         # one example's Python scalar becomes its NumPy default dtype, as NumPy makes it
+        value = _strong(value)
         return value.astype(value.dtype if dtype is None else dtype)
 
     convert.__name__ = builtin.__name__
     return convert
+
+
+def _holds_batched(value) -> bool:
+    """Whether ``value`` is, or a list or tuple holds, a per-example value of a batch."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds_batched(v) for v in value)
+    return not (_is_plain(value) or isinstance(value, np.ndarray))
+
+
+_PYTHON_KIND_DTYPES = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float64,
+                       "c": np.complex128}
+
+
+def _strong(value):
+    """A per-example value as NumPy holds it in an array: a Python number (plain, or a
+    weak batched value) takes its kind's default dtype."""
+    from pcbatch.backends import weak
+
+    if _is_plain(value) and not isinstance(value, np.generic):
+        return np.asarray(value)
+    if weak.is_marked(value):
+        return value.astype(_PYTHON_KIND_DTYPES[np.dtype(value.dtype).kind])
+    return value
 
 
 to_array = _numpy_copy(np.array)
@@ -293,6 +332,7 @@ NAMESPACE = {
     "__pcb_max": py_max,
     "__pcb_array": to_array,
     "__pcb_asarray": to_asarray,
+    "__pcb_unshared": unshared,
     "__pcb_truthy": truthy,
     "__pcb_select": select,
     "__pcb_not": logical_not,

@@ -253,7 +253,16 @@ class Translator:
             self.item_assign(stmt.targets[0], stmt.value)
             return
         first = _target_pattern(stmt.targets[0])
-        self.value(stmt.value, out=first)
+        value = stmt.value
+        shared = getattr(stmt, "_pcbatch_shares", None)  # set by the fence
+        if shared is not None:
+            check = ast.Name(id="__pcb_unshared", ctx=ast.Load())
+            args = [value, ast.Constant(shared)]
+            if _converts_dtype(value):  # np.asarray(y, dtype): a copy unless the dtype stays
+                args.append(value.args[0])
+            value = ast.Call(func=check, args=args, keywords=[])
+            value = ast.copy_location(value, stmt.value)
+        self.value(value, out=first)
         for target in stmt.targets[1:]:
             self.copy(first, _target_pattern(target))
 
@@ -639,6 +648,17 @@ def _literal_arms(node: ast.IfExp) -> bool:
 
 def _is_chain(node: ast.AST) -> bool:
     return isinstance(node, ast.Compare) and len(node.ops) > 1
+
+
+def _converts_dtype(node: ast.expr) -> bool:
+    """``np.asarray(y, dtype)`` or ``np.asarray(y, dtype=...)``."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "asarray"
+        and bool(node.args)
+        and (len(node.args) > 1 or any(k.arg == "dtype" for k in node.keywords))
+    )
 
 
 def _target_pattern(target: ast.expr) -> Any:
