@@ -77,6 +77,17 @@ _STRING_ADVICE = (
 )
 
 
+#: methods that change a list (or dict, set) in place
+_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+                           "add", "setdefault", "popitem", "discard"})
+
+_CONTAINER_ADVICE = (
+    "lists that grow, dicts and sets are not per-example values (every example's values "
+    "are numbers, booleans or arrays of them, of a fixed shape): make the array first and "
+    "assign its items (acc = np.zeros(n); acc[i] = v), or use a tuple or separate variables"
+)
+
+
 class _Fence(ast.NodeVisitor):
     def __init__(self, parsed: ParsedFunction, batched_names: frozenset):
         self.parsed = parsed
@@ -248,6 +259,10 @@ class _Fence(ast.NodeVisitor):
         found = self.none_in(node)
         if found is not None:
             self.reject(found, _NONE_ADVICE)
+        if isinstance(node, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
+            isinstance(node, ast.List) and not node.elts
+        ):
+            self.reject(node, _CONTAINER_ADVICE)
         found = _text_in(node)
         if found is not None:
             self.reject(found, _STRING_ADVICE)
@@ -325,6 +340,7 @@ class _Fence(ast.NodeVisitor):
             )
         self.check_builtin_call(node)
         self.check_math_call(node)
+        self.check_no_list_growth(node)
         self.check_no_out_keyword(node)
         if isinstance(node.func, ast.Name) and node.func.id in self.batched_names:
             for arg in node.args:
@@ -338,6 +354,17 @@ class _Fence(ast.NodeVisitor):
                     )
                 self.check_not_none(kw.value)
         self.generic_visit(node)
+
+    def check_no_list_growth(self, node: ast.Call) -> None:
+        """``acc.append(v)`` on a local: a list is no per-example value."""
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _LIST_METHODS
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self.locals
+        ):
+            self.reject(node, _CONTAINER_ADVICE)
 
     def check_math_call(self, node: ast.Call) -> None:
         """``math.sqrt(x)`` needs one Python number, and raises where NumPy's function

@@ -203,6 +203,36 @@ def literal_result_meets_uint8(x, u8):
     return k + u8, y
 
 
+def max_of_zero_and_value(n):
+    return max(0, n - 3)
+
+
+def value_or_zero(x):
+    return x if x > 0 else 0
+
+
+def return_inside_while_true(n):
+    k = 0
+    while True:
+        k += 1
+        if k >= 3:
+            return k * n
+
+
+def list_of_values_indexed(x):
+    values = [x, x + 1.0, x + 2.0]
+    return values[1] + values[-1]
+
+
+def conversions_of_bool(n):
+    positive = n > 0
+    return int(positive), float(positive), positive * 2.5
+
+
+def large_product(n):
+    return n * 10**17
+
+
 # -- rejected: Python would share an array between two names ------------------------
 
 
@@ -308,6 +338,18 @@ def walrus(n):
     if (m := n * 2) > 3:
         return m
     return n
+
+
+def list_append(x):
+    acc = []
+    for i in range(3):
+        acc.append(x * i)
+    return np.array(acc)
+
+
+def dict_of_values(x):
+    d = {"a": x, "b": 2.0}
+    return d["a"] * d["b"]
 
 
 def string_default(x, mode="fast"):

@@ -37,7 +37,9 @@ builtin_sum_of_vector array_of_a_list array_of_float32_items assign_into_a_copy
 smallest_from_infinity bool_flag bool_operators negative_modulo float_floor_division
 loop_over_len round_builtin big_python_int stack_with_number bool_arithmetic
 module_constant_mode nan_checks scalar_alias_then_add item_read_before_assignment
-own_view_then_add literal_beside_a_value literal_result_meets_uint8""".split()  # noqa: SIM905
+own_view_then_add literal_beside_a_value literal_result_meets_uint8 max_of_zero_and_value
+value_or_zero return_inside_while_true list_of_values_indexed conversions_of_bool
+large_product""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -57,6 +59,8 @@ REJECTED = {
     "nested_function": "module level",
     "global_counter": "pass the value as an argument",
     "walrus": "assign in a statement",
+    "list_append": "acc = np.zeros",
+    "dict_of_values": "acc = np.zeros",
 }
 
 
