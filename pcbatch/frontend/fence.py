@@ -59,6 +59,9 @@ _NONE_ADVICE = (
 )
 
 
+#: ``math`` functions computed per example (`runtime.MATH_FORMS`): they never raise
+_MATH_PER_EXAMPLE = frozenset({"isnan", "isinf", "isfinite", "isclose", "fabs"})
+
 #: builtins that make text of a value
 _TEXT_BUILTINS = ("str", "repr", "format", "ascii", "hex", "oct", "bin", "chr")
 
@@ -370,6 +373,8 @@ class _Fence(ast.NodeVisitor):
         """``math.sqrt(x)`` needs one Python number, and raises where NumPy's function
         gives nan or inf: a batch can keep neither."""
         function = self.global_value(node.func)
+        if getattr(function, "__name__", None) in _MATH_PER_EXAMPLE:
+            return
         if getattr(function, "__module__", None) != "math" or not any(
             self.reads_locals(arg) for arg in [*node.args, *(k.value for k in node.keywords)]
         ):

@@ -7,6 +7,7 @@ become these NumPy forms, and a branch condition becomes one bool per example.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -316,8 +317,52 @@ def _strong(value):
 to_array = _numpy_copy(np.array)
 to_asarray = _numpy_copy(np.asarray)
 
+# -- the math module's total functions on one example's number ----------------------
+# They never raise on a number (math.sqrt(-1) does: not here), so NumPy computes them for
+# every example; each gives a Python bool or float per example: weak.
+
+
+def _math_form(math_function, compute):
+    name = math_function.__name__
+
+    def form(*args, **kwargs):
+        if all(_is_plain(a) for a in (*args, *kwargs.values())):
+            return math_function(*args, **kwargs)
+        for a in args:
+            if np.ndim(a):
+                raise TypeError(
+                    f"math.{name}() of a per-example array (shape {np.shape(a)}): it takes "
+                    f"one number (as in Python); use np.{name}(v) for arrays"
+                )
+        from pcbatch.backends import weak
+
+        return weak.mark(compute(*args, **kwargs))
+
+    form.__name__ = name
+    form.weak_results = True
+    return form
+
+
+def _isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
+    """Python's rule: equal values (infinities too) are close; otherwise both finite and
+    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)``."""
+    a, b = np.asarray(a, np.float64) if _is_plain(a) else a, b
+    difference = np.abs(a - b)
+    bound = np.maximum(rel_tol * np.maximum(np.abs(a), np.abs(b)), abs_tol)
+    return (a == b) | (np.isfinite(a) & np.isfinite(b) & (difference <= bound))
+
+
+MATH_FORMS = {
+    math.isnan: _math_form(math.isnan, np.isnan),
+    math.isinf: _math_form(math.isinf, np.isinf),
+    math.isfinite: _math_form(math.isfinite, np.isfinite),
+    math.isclose: _math_form(math.isclose, _isclose),
+    math.fabs: _math_form(math.fabs, lambda x: np.abs(x).astype(np.float64)),
+}
+
 #: NumPy functions whose calls the frontend sends to the per-example forms above
-NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray"}
+NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray",
+               **{f: f"__pcb_math_{f.__name__}" for f in MATH_FORMS}}
 
 #: builtins whose calls the frontend sends to the per-example forms above
 BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
@@ -333,6 +378,7 @@ NAMESPACE = {
     "__pcb_array": to_array,
     "__pcb_asarray": to_asarray,
     "__pcb_unshared": unshared,
+    **{f"__pcb_math_{f.__name__}": form for f, form in MATH_FORMS.items()},
     "__pcb_truthy": truthy,
     "__pcb_select": select,
     "__pcb_not": logical_not,

@@ -1,6 +1,7 @@
 """Per-example programs as a user new to pcbatch writes them (tests/semantics/test_outsider.py).
 
-Each function is written for ONE example; parameters by name: ``x`` a float scalar,
+Each function is written for ONE example; parameters by name: ``x`` a float scalar (``f``
+float32, with inf and nan),
 ``n`` an int scalar, ``v`` a float vector (3,), ``b`` a bool scalar, ``u8``, ``i16``
 and ``h`` vectors (3,) of uint8, int16 and float16. The ``ctx`` functions at the end
 call each other (recursion with a default, batched calls with keywords).
@@ -231,6 +232,11 @@ def conversions_of_bool(n):
 
 def large_product(n):
     return n * 10**17
+
+
+def math_tests_of_a_value(f):
+    near = math.isclose(f, 0.25) or math.isclose(f, 2.5000001, rel_tol=1e-6)
+    return math.isnan(f), math.isinf(f), math.isfinite(f), near, math.fabs(f) * f
 
 
 # -- rejected: Python would share an array between two names ------------------------

@@ -120,3 +120,14 @@ def test_writing_into_a_parameter_is_rejected_at_the_line(function, words, backe
     np.testing.assert_array_equal(x, _matrix())
     batched(x, dry_run=True)  # plain Python, on copies
     np.testing.assert_array_equal(x, _matrix())
+
+
+@pytest.mark.skipif("torch" not in backends.BACKEND_NAMES, reason="needs torch")
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_torch_tensor_argument_is_never_changed(dry_run):
+    import torch
+
+    tensor = torch.arange(12.0, dtype=torch.float64).reshape(4, 3)
+    result = pcbatch.Context().batch(add_in_place)(tensor, dry_run=dry_run)
+    np.testing.assert_array_equal(tensor.numpy(), _matrix())
+    np.testing.assert_array_equal(result.numpy(), _matrix() + 1)

@@ -22,6 +22,7 @@ from tests.tiers import in_turn
 
 INPUTS = {
     "x": np.array([2.5, -1.5, 0.25, 4.0]),
+    "f": np.array([2.5, -1.5, 0.25, np.inf, np.nan, -0.0], np.float32),
     "n": np.array([3, -2, 0, 7]),
     "v": np.array([[0.3, -1.2, 2.5], [1.0, 0.0, -0.5], [-2.5, 0.7, 0.7], [0.25, 3.5, -4.0]]),
     "b": np.array([True, False, True, False]),
@@ -39,7 +40,7 @@ loop_over_len round_builtin big_python_int stack_with_number bool_arithmetic
 module_constant_mode nan_checks scalar_alias_then_add item_read_before_assignment
 own_view_then_add literal_beside_a_value literal_result_meets_uint8 max_of_zero_and_value
 value_or_zero return_inside_while_true list_of_values_indexed conversions_of_bool
-large_product""".split()  # noqa: SIM905
+large_product math_tests_of_a_value""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
