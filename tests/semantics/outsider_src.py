@@ -384,3 +384,12 @@ def scale_by(x, factor=1.0, *, shift=0.0):
 @ctx.batch
 def calls_with_keywords(x, n):
     return scale_by(x, factor=2.0, shift=0.5) + factorial(n), factorial(acc=2, n=n)
+
+
+@ctx.batch
+def literal_pairs(x, d):
+    """Literals beside a value, through recursion (TensorFlow made them int32)."""
+    if d <= 0:
+        return 1, x
+    k, y = literal_pairs(x, d - 1)
+    return 3, y + k

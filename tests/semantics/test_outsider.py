@@ -136,6 +136,7 @@ def test_a_string_default_is_refused_at_the_call(backend_name):
 
 CALLS = [
     ("factorial", (np.array([0, 1, 5, 7]),)),
+    ("literal_pairs", (INPUTS["x"], np.array([0, 1, 2, 3]))),
     ("calls_with_keywords", (INPUTS["x"], np.array([0, 1, 5, 7]))),
     ("calls_with_keywords", (np.array(1.5), np.array([0, 3]))),  # a 0-d array is shared
     ("calls_with_keywords", (1.5, 3)),  # Python numbers: a batch of one
