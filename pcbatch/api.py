@@ -481,8 +481,15 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
         raise TypeError(
             f"{what}: cannot use {_short(value)} as a batched argument: it becomes a NumPy "
             f"array of dtype {array.dtype}, not of numbers or booleans"
+            + (_STRING_ADVICE if array.dtype.kind in "SU" else "")
         )
     return array
+
+
+_STRING_ADVICE = (
+    "; a string is no per-example value: to choose between modes, use a boolean or int "
+    "flag (fast=True, mode=0), or read a module-level constant (MODE = 'fast')"
+)
 
 
 def _check_torch_dtype(value: Any, what: str) -> None:
@@ -545,12 +552,17 @@ def _leaves(value: Any) -> list[Any]:
 
 
 def _example(value: Any, i: int) -> Any:
-    """Batch member ``i`` of an argument (no batch dimension); size-1 batches broadcast."""
+    """Batch member ``i`` of an argument (no batch dimension); size-1 batches broadcast.
+
+    A NumPy member is a copy of its own, not a view: the plain function may change it in
+    place (``x += 1``, ``x[0] = 5``), and that must reach neither the caller's array nor
+    the other examples (a shared 0-d or size-1 batch), as it reaches neither in a
+    batched run."""
     if is_pattern_node(value):
         return rebuild(value, [_example(v, i) for v in value])
-    if np.ndim(value) == 0:
-        return value
-    return value[i] if np.shape(value)[0] != 1 else value[0]
+    shared = np.ndim(value) == 0 or np.shape(value)[0] == 1
+    member = value if np.ndim(value) == 0 else value[0 if shared else i]
+    return member.copy() if isinstance(member, np.ndarray) else member
 
 
 def _stack(results: list[Any]) -> Any:

@@ -44,6 +44,13 @@ class ConditionShapeError(PcbatchError, ValueError):
     """An ``if`` or ``while`` condition holds several values per example."""
 
 
+class SharedArrayError(PcbatchError, TypeError):
+    """A name bound to another name's array (``z = y``, ``w = buf[1:]``) where one of
+    them is changed in place (``y += 1``, ``buf[0] = 5``): in Python both would see the
+    change, in a batch each name holds its own value. Raised while types are inferred,
+    naming the assignment's line."""
+
+
 class StackOverflowError(PcbatchError, ValueError):
     """Recursion went deeper than ``max_stack_depth``.
 

@@ -104,9 +104,12 @@ class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
         except Exception:  # a tracer or a symbolic tensor: no value until it runs
             raise BatchedValueError(
                 f"a value computed per example (shape {self.shape}) was used as a Python "
-                f"{what} inside a plain helper; each example may differ. Use np.where "
-                "instead of if, or decorate the helper with ctx.batch so its control flow "
-                f"is batched{_CONVERSION_HINT if what != 'bool (an if or while condition)' else ''}"
+                f"{what} inside a plain helper, or by a builtin that needs one Python value "
+                "(sorted(v), any(v), a tuple indexed by a per-example number, "
+                "range(n) outside a for); each example may differ. Use NumPy's array "
+                "functions (np.where instead of if, np.sort, np.any, np.stack(...)[i]), or "
+                "decorate the helper with ctx.batch so its control flow is batched"
+                f"{_CONVERSION_HINT if what != 'bool (an if or while condition)' else ''}"
             ) from None
 
     def __round__(self, ndigits=None):

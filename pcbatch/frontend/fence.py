@@ -44,6 +44,8 @@ _STATEMENT_ADVICE = {
     ast.ImportFrom: "import at module level instead",
     ast.AsyncFor: "async for is not supported",
     ast.AsyncWith: "async with is not supported",
+    ast.Match: "match is not supported; write the cases as if/elif comparisons "
+    "(if n == 0: ... elif n == 1: ... else: ...)",
 }
 
 
@@ -57,6 +59,38 @@ _NONE_ADVICE = (
 )
 
 
+#: ``math`` functions computed per example (`runtime.MATH_FORMS`): they never raise
+_MATH_PER_EXAMPLE = frozenset({"isnan", "isinf", "isfinite", "isclose", "fabs"})
+
+#: builtins that make text of a value
+_TEXT_BUILTINS = ("str", "repr", "format", "ascii", "hex", "oct", "bin", "chr")
+
+_TEXT_ADVICE = (
+    "{what} of a per-example value is not supported: text is no batched value, and "
+    "inside a batched function the value is a batch, so the text would show the batch's "
+    "representation, not one example's value. Compute with numbers; to see values, use "
+    "pcbatch.host_callback(print, x), or call the function with dry_run=True"
+)
+
+
+_STRING_ADVICE = (
+    "a string is no per-example value (every example's values are numbers, booleans or "
+    "arrays of them): to choose between modes, use a boolean or int flag (fast = True, "
+    "mode = 0), or compare with a module-level constant (MODE = 'fast')"
+)
+
+
+#: methods that change a list (or dict, set) in place
+_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+                           "add", "setdefault", "popitem", "discard"})
+
+_CONTAINER_ADVICE = (
+    "lists that grow, dicts and sets are not per-example values (every example's values "
+    "are numbers, booleans or arrays of them, of a fixed shape): make the array first and "
+    "assign its items (acc = np.zeros(n); acc[i] = v), or use a tuple or separate variables"
+)
+
+
 class _Fence(ast.NodeVisitor):
     def __init__(self, parsed: ParsedFunction, batched_names: frozenset):
         self.parsed = parsed
@@ -64,6 +98,7 @@ class _Fence(ast.NodeVisitor):
         self.batched_names = batched_names
         self.parameters = parameter_names(parsed.tree)
         self.item_assigned = _item_assigned(parsed.tree)
+        self.changed_in_place = self.item_assigned | _augmented_names(parsed.tree)
 
     def reject(self, node: ast.AST, message: str):
         raise self.parsed.syntax_error(node, message)
@@ -136,6 +171,27 @@ class _Fence(ast.NodeVisitor):
                 f"{shared[0]!r} has items assigned in this function, so binding another name to "
                 "the same array would share it; make a copy: np.array(...)",
             )
+        self.mark_sharing(stmt)
+
+    def mark_sharing(self, stmt: ast.Assign) -> None:
+        """``z = y``, ``w = buf[1:]``, ``t = m.T`` where a name is changed in place
+        (``y += 1``, ``buf[0] = 5``): Python shares the array (a view), so the change
+        shows through both names; a batch cannot share. Known only once types are:
+        the frontend checks the value (`runtime.unshared`) and rejects an array."""
+        targets = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+        base = _shared_base(stmt.value)
+        if base is None or not targets or base in targets:
+            return  # ``v = v[::-1]``: the old array has no other name
+        changed = [n for n in (base, *targets) if n in self.changed_in_place]
+        if changed and base in self.locals:
+            text = ast.unparse(stmt)
+            stmt._pcbatch_shares = (
+                f"'{text}' makes {targets[0]!r} share the array of {base!r}, and "
+                f"{changed[0]!r} is changed in place in this function ('{changed[0]} += ...' "
+                f"or '{changed[0]}[i] = ...'), which Python would show through both names; "
+                f"copy it: {targets[0]} = np.array({ast.unparse(stmt.value)}) (or write "
+                f"{changed[0]} = {changed[0]} + ... instead of +=)"
+            )
 
     def check_AnnAssign(self, stmt: ast.AnnAssign) -> None:
         if stmt.value is None:
@@ -172,14 +228,15 @@ class _Fence(ast.NodeVisitor):
     def check_For(self, stmt: ast.For) -> None:
         if stmt.orelse:
             self.reject(stmt, "for ... else is not supported; use a flag variable")
-        if not isinstance(stmt.target, ast.Name):
-            self.reject(stmt.target, "the loop variable of a batched for must be a plain name")
         if not _is_range_call(stmt.iter, self.locals):
             self.reject(
                 stmt.iter,
-                "a batched for loop must iterate over range(...); write a while loop "
-                "for anything else",
+                "a batched for loop must iterate over range(...) (not enumerate, zip or a "
+                "sequence): loop over the index, for i in range(n), and compute the rest "
+                "from i; write a while loop for anything else",
             )
+        if not isinstance(stmt.target, ast.Name):
+            self.reject(stmt.target, "the loop variable of a batched for must be a plain name")
         call = stmt.iter
         if not 1 <= len(call.args) <= 3 or call.keywords:
             self.reject(call, "range() takes 1 to 3 positional arguments")
@@ -205,6 +262,13 @@ class _Fence(ast.NodeVisitor):
         found = self.none_in(node)
         if found is not None:
             self.reject(found, _NONE_ADVICE)
+        if isinstance(node, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
+            isinstance(node, ast.List) and not node.elts
+        ):
+            self.reject(node, _CONTAINER_ADVICE)
+        found = _text_in(node)
+        if found is not None:
+            self.reject(found, _STRING_ADVICE)
 
     def none_in(self, node: ast.expr) -> ast.expr | None:
         """The part of ``node`` that makes its value (or a field of it) None, if any:
@@ -278,6 +342,9 @@ class _Fence(ast.NodeVisitor):
                 "plain functions by their own name",
             )
         self.check_builtin_call(node)
+        self.check_math_call(node)
+        self.check_no_list_growth(node)
+        self.check_no_out_keyword(node)
         if isinstance(node.func, ast.Name) and node.func.id in self.batched_names:
             for arg in node.args:
                 if isinstance(arg, ast.Starred):
@@ -290,6 +357,54 @@ class _Fence(ast.NodeVisitor):
                     )
                 self.check_not_none(kw.value)
         self.generic_visit(node)
+
+    def check_no_list_growth(self, node: ast.Call) -> None:
+        """``acc.append(v)`` on a local: a list is no per-example value."""
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _LIST_METHODS
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self.locals
+        ):
+            self.reject(node, _CONTAINER_ADVICE)
+
+    def check_math_call(self, node: ast.Call) -> None:
+        """``math.sqrt(x)`` needs one Python number, and raises where NumPy's function
+        gives nan or inf: a batch can keep neither."""
+        function = self.global_value(node.func)
+        if getattr(function, "__name__", None) in _MATH_PER_EXAMPLE:
+            return
+        if getattr(function, "__module__", None) != "math" or not any(
+            self.reads_locals(arg) for arg in [*node.args, *(k.value for k in node.keywords)]
+        ):
+            return
+        name = getattr(function, "__name__", "f")
+        self.reject(
+            node,
+            f"math.{name}() of a per-example value is not supported: it needs one Python "
+            "number, and a per-example value is a row of a batch. Use NumPy's function "
+            f"(np.{name}(x) where NumPy has one), which computes every example; unlike "
+            "math it gives nan or inf instead of raising, and a NumPy value (floor and "
+            "ceil give floats: int(np.floor(x)) for Python's int)",
+        )
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if self.reads_locals(node):
+            self.reject(node, _TEXT_ADVICE.format(what="an f-string"))
+        self.generic_visit(node)
+
+    def check_no_out_keyword(self, node: ast.Call) -> None:
+        """``np.add(x, 1, out=x)`` writes into an array in place: the batch's array is
+        not the example's (and JAX and TensorFlow have no ``out=``)."""
+        for kw in node.keywords:
+            if kw.arg == "out":
+                self.reject(
+                    kw.value,
+                    "out= (writing a result into an existing array in place) is not "
+                    "supported in a batched function; assign the result instead: "
+                    "x = np.add(x, 1) rather than np.add(x, 1, out=x)",
+                )
 
     def check_builtin_call(self, node: ast.Call) -> None:
         """Builtins whose per-example meaning a batch cannot keep."""
@@ -309,6 +424,8 @@ class _Fence(ast.NodeVisitor):
             for arg in node.args[:1]
             for n in ast.walk(arg)
         )
+        if name in _TEXT_BUILTINS and reads_locals:
+            self.reject(node, _TEXT_ADVICE.format(what=f"{name}()"))
         if name in ("isinstance", "type", "id") and reads_locals:
             self.reject(
                 node,
@@ -358,6 +475,22 @@ class _Fence(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _text_in(node: ast.expr) -> ast.expr | None:
+    """The part of ``node`` that makes its value (or a field of it) a string, if any."""
+    if isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
+    ):
+        return node
+    parts: list = []
+    if isinstance(node, (ast.Tuple, ast.List)):
+        parts = node.elts
+    elif isinstance(node, ast.IfExp):
+        parts = [node.body, node.orelse]
+    elif isinstance(node, ast.BoolOp):
+        parts = node.values
+    return next((found for part in parts if (found := _text_in(part)) is not None), None)
+
+
 def _is_range_call(node: ast.expr, locals_: frozenset) -> bool:
     return (
         isinstance(node, ast.Call)
@@ -389,6 +522,46 @@ def check(parsed: ParsedFunction, batched_names: frozenset) -> None:
     _mark_callees(tree)
     fence = _Fence(parsed, batched_names)
     fence.check_body(tree.body)
+
+
+#: methods and attributes of an ndarray that return a view of it
+_VIEWS = frozenset({"T", "real", "imag", "reshape", "ravel", "transpose", "squeeze",
+                    "swapaxes", "view", "diagonal"})
+
+
+def _shared_base(node: ast.expr) -> str | None:
+    """The local whose array ``node``'s value may be (or be a view of): ``y``, ``y[1:]``,
+    ``y.T``, ``y.reshape(...)``, ``np.asarray(y)``; None for anything else."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Subscript) or (
+            isinstance(node, ast.Attribute) and node.attr in _VIEWS
+        ):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+            node.func.attr in _VIEWS
+        ):
+            node = node.func.value
+        elif isinstance(node, ast.Call) and _is_numpy_asarray(node.func) and node.args:
+            node = node.args[0]
+        else:
+            return None
+
+
+def _is_numpy_asarray(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and func.attr == "asarray" and (
+        isinstance(func.value, ast.Name) and func.value.id in ("np", "numpy")
+    )
+
+
+def _augmented_names(tree: ast.FunctionDef) -> frozenset:
+    """Names changed by augmented assignment (``y += 1``): in place where ``y`` is an array."""
+    return frozenset(
+        node.target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+    )
 
 
 def _item_assigned(tree: ast.FunctionDef) -> frozenset:

@@ -7,11 +7,12 @@ become these NumPy forms, and a branch condition becomes one bool per example.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
 
-from pcbatch.errors import ConditionShapeError
+from pcbatch.errors import ConditionShapeError, SharedArrayError
 
 
 def truthy(x):
@@ -256,6 +257,113 @@ def _extreme(builtin, replaces: str):
 py_min = _extreme(min, "minimum")
 py_max = _extreme(max, "maximum")
 
+def unshared(value, message: str, source=None):
+    """``value``, bound by ``z = y`` (or a view such as ``y[1:]``) where one of the names
+    is changed in place: Python would share an array between them, which a batch cannot
+    (each variable holds its own value); a scalar is never changed in place, so it passes.
+    With ``source`` (``z = np.asarray(y, dtype)``): shared only where the dtype stays."""
+    same_dtype = source is None or np.dtype(value.dtype) == np.dtype(source.dtype)
+    if np.ndim(value) and same_dtype:
+        raise SharedArrayError(message)
+    return value
+
+
+def _numpy_copy(builtin):
+    """``np.array(v)``/``np.asarray(v)`` of one example's value: on JAX and TensorFlow a
+    per-example value is no NumPy array (NumPy would make an object array of its
+    elements), so it copies or converts itself, and a list holding such values is
+    stacked; anything else goes to NumPy."""
+
+    def convert(value, dtype=None, **kwargs):
+        if set(kwargs) - {"copy"} or not _holds_batched(value):
+            return builtin(value, dtype, **kwargs)
+        if isinstance(value, (list, tuple)):
+            # NumPy reads the Python numbers of a list as strong (int64, float64)
+            items = [_strong(convert(v)) for v in value]
+            dtype = np.result_type(*(v.dtype for v in items)) if dtype is None else dtype
+            return np.stack([v.astype(dtype) for v in items])
+        # a copy (a JAX or TensorFlow array cannot be changed in place anyway), strong:
+        # one example's Python scalar becomes its NumPy default dtype, as NumPy makes it
+        value = _strong(value)
+        return value.astype(value.dtype if dtype is None else dtype)
+
+    convert.__name__ = builtin.__name__
+    return convert
+
+
+def _holds_batched(value) -> bool:
+    """Whether ``value`` is, or a list or tuple holds, a per-example value of a batch."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds_batched(v) for v in value)
+    return not (_is_plain(value) or isinstance(value, np.ndarray))
+
+
+_PYTHON_KIND_DTYPES = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": np.float64,
+                       "c": np.complex128}
+
+
+def _strong(value):
+    """A per-example value as NumPy holds it in an array: a Python number (plain, or a
+    weak batched value) takes its kind's default dtype."""
+    from pcbatch.backends import weak
+
+    if _is_plain(value) and not isinstance(value, np.generic):
+        return np.asarray(value)
+    if weak.is_marked(value):
+        return value.astype(_PYTHON_KIND_DTYPES[np.dtype(value.dtype).kind])
+    return value
+
+
+to_array = _numpy_copy(np.array)
+to_asarray = _numpy_copy(np.asarray)
+
+# -- the math module's total functions on one example's number ----------------------
+# They never raise on a number (math.sqrt(-1) does: not here), so NumPy computes them for
+# every example; each gives a Python bool or float per example: weak.
+
+
+def _math_form(math_function, compute):
+    name = math_function.__name__
+
+    def form(*args, **kwargs):
+        if all(_is_plain(a) for a in (*args, *kwargs.values())):
+            return math_function(*args, **kwargs)
+        for a in args:
+            if np.ndim(a):
+                raise TypeError(
+                    f"math.{name}() of a per-example array (shape {np.shape(a)}): it takes "
+                    f"one number (as in Python); use np.{name}(v) for arrays"
+                )
+        from pcbatch.backends import weak
+
+        return weak.mark(compute(*args, **kwargs))
+
+    form.__name__ = name
+    form.weak_results = True
+    return form
+
+
+def _isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
+    """Python's rule: equal values (infinities too) are close; otherwise both finite and
+    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)``."""
+    a, b = np.asarray(a, np.float64) if _is_plain(a) else a, b
+    difference = np.abs(a - b)
+    bound = np.maximum(rel_tol * np.maximum(np.abs(a), np.abs(b)), abs_tol)
+    return (a == b) | (np.isfinite(a) & np.isfinite(b) & (difference <= bound))
+
+
+MATH_FORMS = {
+    math.isnan: _math_form(math.isnan, np.isnan),
+    math.isinf: _math_form(math.isinf, np.isinf),
+    math.isfinite: _math_form(math.isfinite, np.isfinite),
+    math.isclose: _math_form(math.isclose, _isclose),
+    math.fabs: _math_form(math.fabs, lambda x: np.abs(x).astype(np.float64)),
+}
+
+#: NumPy functions whose calls the frontend sends to the per-example forms above
+NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray",
+               **{f: f"__pcb_math_{f.__name__}" for f in MATH_FORMS}}
+
 #: builtins whose calls the frontend sends to the per-example forms above
 BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
                  min: "__pcb_min", max: "__pcb_max"}
@@ -267,6 +375,10 @@ NAMESPACE = {
     "__pcb_bool": to_bool,
     "__pcb_min": py_min,
     "__pcb_max": py_max,
+    "__pcb_array": to_array,
+    "__pcb_asarray": to_asarray,
+    "__pcb_unshared": unshared,
+    **{f"__pcb_math_{f.__name__}": form for f, form in MATH_FORMS.items()},
     "__pcb_truthy": truthy,
     "__pcb_select": select,
     "__pcb_not": logical_not,

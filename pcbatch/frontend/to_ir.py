@@ -181,6 +181,12 @@ class Translator:
         value = getattr(builtins, func.id, None)
         return next((form for b, form in runtime.BUILTIN_FORMS.items() if b is value), None)
 
+    def numpy_form(self, node: ast.Call) -> str | None:
+        """The per-example form (`runtime.NUMPY_FORMS`) of ``np.array(v)`` or
+        ``np.asarray(v)`` (by any name they have here), else None."""
+        value = self.constant_of(node.func)
+        return next((form for f, form in runtime.NUMPY_FORMS.items() if f is value), None)
+
     def reject_global_random(self) -> None:
         """Random draws from a global generator cannot be per example (see `_draws_globally`)."""
         for node in ast.walk(self.parsed.tree):
@@ -247,7 +253,16 @@ class Translator:
             self.item_assign(stmt.targets[0], stmt.value)
             return
         first = _target_pattern(stmt.targets[0])
-        self.value(stmt.value, out=first)
+        value = stmt.value
+        shared = getattr(stmt, "_pcbatch_shares", None)  # set by the fence
+        if shared is not None:
+            check = ast.Name(id="__pcb_unshared", ctx=ast.Load())
+            args = [value, ast.Constant(shared)]
+            if _converts_dtype(value):  # np.asarray(y, dtype): a copy unless the dtype stays
+                args.append(value.args[0])
+            value = ast.Call(func=check, args=args, keywords=[])
+            value = ast.copy_location(value, stmt.value)
+        self.value(value, out=first)
         for target in stmt.targets[1:]:
             self.copy(first, _target_pattern(target))
 
@@ -525,7 +540,7 @@ class _Hoister(ast.NodeTransformer):
             return self._temp(self.t.call(node, None), node)
         if runtime.is_batched_primitive(self.t.constant_of(node.func)):
             return self._temp(self.t.batched_primitive_call(node), node)
-        form = self.t.builtin_form(node)
+        form = self.t.builtin_form(node) or self.t.numpy_form(node)
         node = self.generic_visit(node)
         if form is not None:
             node.func = ast.copy_location(ast.Name(id=form, ctx=ast.Load()), node.func)
@@ -633,6 +648,17 @@ def _literal_arms(node: ast.IfExp) -> bool:
 
 def _is_chain(node: ast.AST) -> bool:
     return isinstance(node, ast.Compare) and len(node.ops) > 1
+
+
+def _converts_dtype(node: ast.expr) -> bool:
+    """``np.asarray(y, dtype)`` or ``np.asarray(y, dtype=...)``."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "asarray"
+        and bool(node.args)
+        and (len(node.args) > 1 or any(k.arg == "dtype" for k in node.keywords))
+    )
 
 
 def _target_pattern(target: ast.expr) -> Any:

@@ -20,6 +20,14 @@ raise or warn where the guard fails (``a // n if n != 0 else a``, ``0 <= n < 5 a
 calls, self and mutual recursion,
 tuple results and unpacking, int scalars, an int array ``v`` of event shape
 (2,) (indexed, reversed, summed) and float arrays of several event shapes.
+Item assignment: ``v[i] = e`` and ``v[i] += e`` on the int64 ``v``, and on two
+buffers made in each function, ``w`` of a narrow int dtype (int8, int16 or uint8) and
+``u`` of float32 or float64 (``w[i] = np.clip(e, -100, 100)``, ``w[i] += 2``,
+``u[i] += np.sum(...)``), with constant indices (negative too) and per-example ones
+(``np.clip(e, 0, 1)``, ``i1 % 2``), always in range; a strong int64 stored into the
+narrow buffer wraps as NumPy's cast does, a Python int stored there is small enough to
+fit (NumPy 2 raises otherwise). The buffers are read back by ``int(w[i])`` and
+``u[i]``, and rebound to copies (``w = np.array(w)``).
 
 The ``chooser`` makes every random decision: ``chooser.integer(lo, hi)`` returns an
 int in ``[lo, hi]``. `RandomChooser` wraps `random.Random`; the test suite adapts
@@ -50,6 +58,8 @@ __all__ = [
 ]
 
 INT_VARS = ("n", "a", "b")
+NARROW_INTS = ("int8", "int16", "uint8")  # the dtypes of the item-assigned buffer ``w``
+BUFFER_FLOATS = ("float32", "float64")  # and of ``u``
 FLOAT_VARS = ("x", "y")
 EVENT_SHAPES = ((), (3,), (2, 2))
 MAX_FUNCTIONS = 3
@@ -125,7 +135,8 @@ class _Function:
         self.calls_left = 2
         # Parameters only, until the locals are first assigned.
         self.int_names, self.float_names = ("n",), ("x",)
-        self.vector = False  # whether the int event ``v`` is assigned yet
+        self.vector = False  # whether the int event ``v`` and the buffers are assigned yet
+        self.narrow = "int8"  # ``w``'s dtype
 
     def pick(self, options):
         return options[self.c.integer(0, len(options) - 1)]
@@ -142,6 +153,9 @@ class _Function:
         self.emit(1, "b = 0")
         self.emit(1, f"y = {self.float_expr((), 1)}")
         self.emit(1, f"v = np.arange({VEC_SIZE}) + a")
+        self.narrow = self.pick(NARROW_INTS)
+        self.emit(1, f"w = np.zeros({VEC_SIZE}, dtype=np.{self.narrow})")
+        self.emit(1, f"u = np.zeros({VEC_SIZE}, dtype=np.{self.pick(BUFFER_FLOATS)})")
         self.int_names, self.float_names = INT_VARS, FLOAT_VARS
         self.vector = True
         self.block(1, (), loop=False, size=self.c.integer(1, 4))
@@ -153,7 +167,8 @@ class _Function:
         """An int64 scalar expression; ``scope`` holds loop variables readable here."""
         leaves = [*self.int_names, *scope, str(self.c.integer(-2, 3))]
         if self.vector:
-            leaves += ["np.sum(v)", f"v[{self.c.integer(-VEC_SIZE, VEC_SIZE - 1)}]"]
+            leaves += ["np.sum(v)", f"v[{self.c.integer(-VEC_SIZE, VEC_SIZE - 1)}]",
+                       f"int(w[{self.c.integer(-VEC_SIZE, VEC_SIZE - 1)}])"]
         if depth <= 0 or self.c.integer(0, 2) == 0:
             return self.pick(leaves)
         op = self.pick(["+", "-", "*", "clip", "min", "guarded", "ifexp", "or", "and",
@@ -201,7 +216,9 @@ class _Function:
         if depth <= 0 or self.c.integer(0, 2) == 0:
             return base
         other = self.float_expr(scope, depth - 1)
-        form = self.c.integer(0, 5)
+        form = self.c.integer(0, 6 if self.vector else 5)
+        if form == 6:  # an item of the float buffer: float32 meets float64, as per example
+            return f"({other} + u[{self.item_index(scope)}])"
         if form == 0:
             return f"({other} * 0.5)"
         if form == 1:
@@ -243,7 +260,7 @@ class _Function:
 
     def statement(self, depth: int, scope: tuple, loop: bool) -> None:
         nested = depth < 4
-        kinds = ["int", "float", "int", "float", "vec"]
+        kinds = ["int", "float", "int", "float", "vec", "item", "item"]
         if nested:
             kinds += ["if", "if", "while", "for"]
         if self.calls_left and len(scope) <= 1:  # calls in nested loops would multiply
@@ -263,6 +280,35 @@ class _Function:
             self.emit(depth, f"v = np.clip(v * {self.int_expr(scope, 1)} + 1, -20, 20)")
         else:
             self.emit(depth, "v = v[::-1]")
+
+    def item_index(self, scope: tuple) -> str:
+        """An index of a ``VEC_SIZE`` vector, in range: a constant (negative too) or a
+        per-example value."""
+        form = self.c.integer(0, 2 if scope else 1)
+        if form == 0:
+            return str(self.c.integer(-VEC_SIZE, VEC_SIZE - 1))
+        if form == 1:
+            return f"np.clip({self.int_expr(scope, 1)}, {-VEC_SIZE}, {VEC_SIZE - 1})"
+        return f"{self.pick(scope)} % {VEC_SIZE}"
+
+    def stmt_item(self, depth, scope, loop) -> None:
+        """Item assignment into ``v``, ``w`` or ``u``, or ``w`` rebound to a copy."""
+        index = self.item_index(scope)
+        form = self.c.integer(0, 6)
+        if form == 0:
+            self.emit(depth, f"v[{index}] = {self.int_expr(scope, 1)}")
+        elif form == 1:
+            self.emit(depth, f"v[{index}] += np.clip({self.int_expr(scope, 1)}, -20, 20)")
+        elif form == 2:  # a strong int64 into the narrow buffer: NumPy's cast wraps it
+            self.emit(depth, f"w[{index}] = np.clip({self.int_expr(scope, 1)}, -100, 100)")
+        elif form == 3:  # a Python int (NEP 50: computed in w's dtype), small enough to fit
+            self.emit(depth, f"w[{index}] += {self.c.integer(0, 3)}")
+        elif form == 4:
+            self.emit(depth, f"u[{index}] = np.sum({self.float_expr(scope, 1)})")
+        elif form == 5:
+            self.emit(depth, f"u[{index}] += {self.pick(['0.25', 'np.sum(x)', 'np.max(y)'])}")
+        else:
+            self.emit(depth, "w = np.array(w)")
 
     def stmt_float(self, depth, scope, loop) -> None:
         self.emit(depth, f"{self.pick(FLOAT_VARS[1:])} = {self.float_expr(scope, 2)}")

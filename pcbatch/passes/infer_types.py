@@ -39,6 +39,7 @@ from pcbatch.backends import weak as weak_values
 from pcbatch.errors import (
     ConditionShapeError,
     NestedBatchedCallError,
+    SharedArrayError,
     TypeInferenceError,
     where,
 )
@@ -261,7 +262,21 @@ class _Inference:
         if known is not None:
             return known
         result = self.result_type(with_weak_inputs(op, in_types), in_types)
-        return with_weak_results(op, in_types, result)
+        return self.stored_as_python(with_weak_results(op, in_types, result))
+
+    def stored_as_python(self, result: Type) -> Type:
+        """A weak result in the dtype its Python scalar kind is stored in (int64, float64:
+        NumPy's, as the backend holds it), not the library's own: TensorFlow makes the
+        ``3`` of a ``return 3, x`` int32 (dry_run and NumPy: int64)."""
+
+        def stored(t: TensorType) -> TensorType:
+            if not is_weak(t):
+                return t
+            default = np.asarray(python_scalar_of(t.dtype)).dtype
+            dtype = self.backend.type_of(np.zeros((1,), default)).dtype
+            return t if dtype == t.dtype else WeakTensorType(dtype, t.shape)
+
+        return Type(map_pattern(stored, result.tensors))
 
     def result_type(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
         example_types = getattr(self.backend, "example_result_types", None)
@@ -513,8 +528,7 @@ def with_weak_results(op: PrimOp, in_types: Sequence[Type], result: Type) -> Typ
     # a literal's (`FunctionBuilder.const`), or a function's that always gives Python
     # scalars (`runtime.python_int`)
     weak = getattr(op.function, "weak_results", None)
-    reads_weak_only = all(is_weak(leaf) for t in in_types for leaf in flatten(t.tensors))
-    if weak is None and op.per_example and reads_weak_only:
+    if weak is None and op.per_example:
         weak = _python_scalar_results(op, in_types)
     if weak is None:
         return result
@@ -528,9 +542,14 @@ def with_weak_results(op: PrimOp, in_types: Sequence[Type], result: Type) -> Typ
 
 def _python_scalar_results(op: PrimOp, in_types: Sequence[Type]) -> Any:
     """Which results of the per-example function are Python scalars, run on one example
-    of Python scalars (ones, then zeros); None if it fails on both."""
+    (ones, then zeros: Python scalars for weak inputs, NumPy values for the others, as
+    one example holds them); None if it fails on both. A literal beside a strong value
+    (``return 3, x``) is a Python int per example, so weak, and stored as one."""
     for fill in (1, 0):
-        dummy = lambda t, fill=fill: type(python_scalar_of(t.dtype))(fill)  # noqa: E731
+        dummy = lambda t, fill=fill: (  # noqa: E731
+            type(python_scalar_of(t.dtype))(fill) if is_weak(t)
+            else np.full(t.shape, fill, t.dtype)[()]
+        )
         args = [map_pattern(dummy, t.tensors) for t in in_types]
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -563,6 +582,8 @@ def _with_batch(t: Type, batch: int) -> Type:
 def _unknown_result(op: PrimOp, how: str, in_types, error: Exception) -> TypeInferenceError:
     if isinstance(error, ConditionShapeError):  # the user's condition, not a primitive
         return TypeInferenceError(f"the condition{where(op.loc)}: {error}")
+    if isinstance(error, SharedArrayError):  # the user's assignment, not a primitive
+        return TypeInferenceError(f"the assignment{where(op.loc)}: {error}")
     return TypeInferenceError(
         f"primitive {op.label!r}{where(op.loc)} failed {how} of types {list(in_types)}, so "
         f"its result type is unknown: {type(error).__name__}: {error}. {_advice(error)}"

@@ -148,7 +148,9 @@ def test_generated_programs_cover_the_subset():
     sources = "\n".join(fuzz.generate(fuzz.RandomChooser(s)).source for s in range(200))
     for construct in ["elif ", "else:", "while ", "for ", "break", "continue", " and ",
                       " or ", "not (", "np.sum(", "= f0(", "= f1(", "= f2(", "return",
-                      "v[::-1]", "np.sum(v)", "v[-"]:
+                      "v[::-1]", "np.sum(v)", "v[-", "] += ", "w[np.clip(", "u[np.clip(",
+                      "% 2] = ", "w = np.array(w)", "int(w[", "dtype=np.int8", "dtype=np.uint8",
+                      "dtype=np.int16", "dtype=np.float32"]:
         assert construct in sources, construct
     shapes = {fuzz.generate(fuzz.RandomChooser(s)).event_shape for s in range(50)}
     assert shapes == set(fuzz.EVENT_SHAPES)

@@ -1,0 +1,157 @@
+"""Ordinary per-example programs, as a user new to pcbatch writes them (issue 24).
+
+Differential: each program of ``outsider_src`` batched gives exactly what
+``dry_run=True`` gives (the plain function on each example: values and dtypes), on
+every backend, or is rejected before anything runs with an error at its line that says
+what to write instead. Compiled backends take the exact programs in turn
+(`tests.tiers.in_turn`): one compile per program.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import pcbatch
+from pcbatch.errors import AutobatchSyntaxError, TypeInferenceError
+from tests import backends
+from tests.semantics import outsider_src as src
+from tests.tiers import in_turn
+
+INPUTS = {
+    "x": np.array([2.5, -1.5, 0.25, 4.0]),
+    "f": np.array([2.5, -1.5, 0.25, np.inf, np.nan, -0.0], np.float32),
+    "n": np.array([3, -2, 0, 7]),
+    "v": np.array([[0.3, -1.2, 2.5], [1.0, 0.0, -0.5], [-2.5, 0.7, 0.7], [0.25, 3.5, -4.0]]),
+    "b": np.array([True, False, True, False]),
+    "u8": np.array([[1, 2, 250], [3, 4, 5], [0, 0, 0], [255, 255, 255]], np.uint8),
+    "i16": np.array([[1, -2, 30000], [3, 4, 5], [-32768, 0, 1], [7, 7, 7]], np.int16),
+    "h": np.array([[1.5, 2, 250], [3, 4, 5], [0.1, 0.2, 0.3], [-1, 65504, 1]], np.float16),
+}
+
+EXACT = """math_constants builtins_of_several divmod_unpacked pow_of_two conversions
+while_true_break helper_with_keyword annotated_accumulator float32_sum_of_uint8
+float32_sum_of_int16 float32_sum_of_float16 early_return_in_nested_loops
+builtin_sum_of_vector array_of_a_list array_of_float32_items assign_into_a_copy
+smallest_from_infinity bool_flag bool_operators negative_modulo float_floor_division
+loop_over_len round_builtin big_python_int stack_with_number bool_arithmetic
+module_constant_mode nan_checks scalar_alias_then_add item_read_before_assignment
+own_view_then_add literal_beside_a_value literal_result_meets_uint8 max_of_zero_and_value
+value_or_zero return_inside_while_true list_of_values_indexed conversions_of_bool
+large_product math_tests_of_a_value""".split()  # noqa: SIM905
+
+#: Python would share one array between two names, one changed in place: rejected (at
+#: type inference, when the value is known to be an array), naming the line
+SHARED = """alias_then_add parameter_alias_then_add view_then_assign_item row_view_then_add
+asarray_then_assign_item""".split()  # noqa: SIM905
+
+#: rejected at the function's line, before anything runs: words of the message
+REJECTED = {
+    "string_flag_local": "boolean or int flag",
+    "fstring_length": "pcbatch.host_callback",
+    "str_of_value": "pcbatch.host_callback",
+    "math_sqrt_of_value": "np.sqrt",
+    "math_floor_of_value": "np.floor",
+    "match_statement": "if/elif",
+    "enumerate_range": "for i in range",
+    "starred_unpacking": "unpack each element",
+    "nested_function": "module level",
+    "global_counter": "pass the value as an argument",
+    "walrus": "assign in a statement",
+    "list_append": "acc = np.zeros",
+    "dict_of_values": "acc = np.zeros",
+}
+
+
+def _arguments(function) -> list:
+    return [INPUTS[name] for name in inspect.signature(function).parameters]
+
+
+def _assert_same(actual, expected) -> None:
+    """Values and dtypes, as dry_run gives them (the compiled backends run in float64)."""
+    actual, expected = backends.leaves(actual), backends.leaves(expected)
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected):
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.dtype == want.dtype, f"dtype {got.dtype} != {want.dtype}"
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def _per_example(function, args) -> list:
+    """The plain function on each example alone (the oracle of dry_run itself)."""
+    results = [function(*(a[i] for a in args)) for i in range(len(args[0]))]
+    if isinstance(results[0], tuple):
+        return [np.stack([np.asarray(r[k]) for r in results]) for k in range(len(results[0]))]
+    return [np.stack([np.asarray(r) for r in results])]
+
+
+@pytest.mark.parametrize(
+    ("name", "backend_name"), in_turn([(n,) for n in EXACT], backends.BACKEND_NAMES)
+)
+def test_batched_gives_what_dry_run_gives(name, backend_name):
+    function = getattr(src, name)
+    args = _arguments(function)
+    batched = pcbatch.Context().batch(function)
+    with np.errstate(all="ignore"):
+        expected = batched(*args, dry_run=True)
+        _assert_same(expected, _per_example(function, args))
+        actual = batched(*args, backend=backends.backend(backend_name))
+    _assert_same(actual, expected)
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", REJECTED)
+def test_rejected_at_the_line_saying_what_to_write(name, backend_name):
+    function = getattr(src, name)
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(AutobatchSyntaxError, match=REJECTED[name]) as info:
+        batched(*_arguments(function), backend=backends.backend(backend_name))
+    assert info.value.filename == src.__file__
+    body = inspect.getsourcelines(function)[1]
+    assert body < info.value.lineno < body + 10
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", SHARED)
+def test_an_array_shared_by_two_names_is_rejected_at_the_line(name, backend_name):
+    function = getattr(src, name)
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(TypeInferenceError, match="share the array") as info:
+        batched(*_arguments(function), backend=backends.backend(backend_name))
+    body = inspect.getsourcelines(function)[1]
+    lines = [f"{src.__file__}:{body + k}" for k in range(1, 4)]
+    assert any(line in str(info.value) for line in lines), str(info.value)
+    assert "np.array(" in str(info.value)  # what to write instead
+
+
+@backends.backend_param
+def test_a_string_default_is_refused_at_the_call(backend_name):
+    batched = pcbatch.Context().batch(src.string_default)
+    with pytest.raises(TypeError, match="boolean or int flag"):
+        batched(INPUTS["x"], backend=backends.backend(backend_name))
+
+
+CALLS = [
+    ("factorial", (np.array([0, 1, 5, 7]),)),
+    ("literal_pairs", (INPUTS["x"], np.array([0, 1, 2, 3]))),
+    ("calls_with_keywords", (INPUTS["x"], np.array([0, 1, 5, 7]))),
+    ("calls_with_keywords", (np.array(1.5), np.array([0, 3]))),  # a 0-d array is shared
+    ("calls_with_keywords", (1.5, 3)),  # Python numbers: a batch of one
+    ("calls_with_keywords", (np.array([1.5]), np.array([3]))),  # a batch of one
+    ("calls_with_keywords", (np.zeros(0), np.zeros(0, np.int64))),  # an empty batch
+]
+
+
+@backends.backend_param
+def test_batched_calls_with_keywords_and_defaults(backend_name):
+    """Recursion passing a default by keyword, batched calls with keyword and keyword-only
+    arguments; batches of size 4, 1 and 0, 0-d arrays and Python numbers: one Context,
+    one compile per backend."""
+    for name, args in CALLS:
+        function = getattr(src, name)
+        expected = function(*args, dry_run=True)
+        actual = function(*args, backend=backends.backend(backend_name))
+        _assert_same(actual, expected)
