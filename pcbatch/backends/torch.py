@@ -47,13 +47,17 @@ from pcbatch.ir.types import TensorType, flatten, is_pattern_node, map_pattern, 
 
 __all__ = ["TorchBackend"]
 
-# NumPy's unsigned types wider than 8 bits have only limited support in torch (no
-# arithmetic on CPU): values of those types are refused rather than half-supported.
+#: NumPy's unsigned types torch can hold and convert but not index into or compute with
+#: (uint16, uint32: NUTS's random-number counters): the VM keeps them in int64 tensors
+#: (every value fits) and hands them out in their own dtype, which computes on the host.
+_CARRIED = {np.dtype(np.uint16): torch.uint16, np.dtype(np.uint32): torch.uint32}
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:
     """The torch dtype holding NumPy ``dtype``'s values, or a TypeError naming it."""
     dtype = np.dtype(dtype)
+    if dtype in _CARRIED:
+        return _CARRIED[dtype]
     if dtype not in TORCH_OF_NUMPY:
         raise TypeError(
             f"TorchBackend cannot hold values of dtype {dtype}: torch has no full support "
@@ -62,8 +66,16 @@ def torch_dtype(dtype: Any) -> torch.dtype:
     return TORCH_OF_NUMPY[dtype]
 
 
+def _storage_dtype(dtype: Any) -> torch.dtype:
+    """The dtype of the VM's tensors holding values of NumPy ``dtype``."""
+    return torch.int64 if np.dtype(dtype) in _CARRIED else torch_dtype(dtype)
+
+
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
     """The NumPy dtype of torch ``dtype`` (bfloat16 and others NumPy lacks: a TypeError)."""
+    carried = {t: n for n, t in _CARRIED.items()}
+    if dtype in carried:
+        return carried[dtype]
     if dtype not in NUMPY_OF_TORCH:
         name = str(dtype).removeprefix("torch.")
         why = (
@@ -99,12 +111,14 @@ class TorchRegister:
         self.name = name
         self.type = type_
         self.top = torch.zeros(
-            (batch_size, *type_.shape), dtype=torch_dtype(type_.dtype), device=device
+            (batch_size, *type_.shape), dtype=_storage_dtype(type_.dtype), device=device
         )
+        self.dtype = torch_dtype(type_.dtype)  # the values' own (top's, or carried in it)
         self.high_water = 0
 
     def read(self, lanes: TorchLanes) -> torch.Tensor:
-        return self.top if lanes.index is None else self.top[lanes.index]
+        value = self.top if lanes.index is None else self.top[lanes.index]
+        return value if value.dtype == self.dtype else value.to(self.dtype)
 
     def update(self, value: torch.Tensor, lanes: TorchLanes) -> TorchRegister:
         self._set_top(value, lanes)

@@ -34,7 +34,7 @@ from pcbatch.backends.scalars import (
 )
 from pcbatch.ir.types import is_pattern_node, python_scalar_of, rebuild
 
-__all__ = ["NotNative", "OneExample", "TorchBatched", "WeakTorchBatched"]
+__all__ = ["NotNative", "OneExample", "TorchBatched", "WeakTorchBatched", "map_examples"]
 
 TORCH_OF_NUMPY = {
     np.dtype(np.bool_): torch.bool,
@@ -892,13 +892,19 @@ _POINTWISE = frozenset(
 )
 
 
-def _torch_call(func, args, kwargs):
+def map_examples(function: Callable, *args) -> Any:
+    """``function`` (torch code for ONE example, taking plain tensors) over the examples
+    of the per-example values among ``args``, with ``torch.func.vmap``."""
+    return _torch_call(function, args, {}, pointwise=False)
+
+
+def _torch_call(func, args, kwargs, pointwise: bool = True):
     """``func(*args, **kwargs)`` with torch's meaning, per example."""
     flat, spec = torch.utils._pytree.tree_flatten((args, kwargs))
     batched = [i for i, leaf in enumerate(flat) if isinstance(leaf, TorchBatched)]
     kind = type(flat[batched[0]]).strong()
     name = getattr(func, "__name__", "")
-    if name in _POINTWISE and not {"dim", "axis", "out"} & set(kwargs):
+    if pointwise and name in _POINTWISE and not {"dim", "axis", "out"} & set(kwargs):
         aligned = _align([flat[i] for i in batched])
         for i, data in zip(batched, aligned):
             flat[i] = data
@@ -918,11 +924,17 @@ def _torch_call(func, args, kwargs):
         if "vmap" not in str(e):
             raise
         raise RuntimeError(
-            f"torch.{name} on per-example values: TorchBackend runs it for every example at "
+            f"{_torch_name(func)} on per-example values: TorchBackend runs it for every example at "
             f"once with torch.func.vmap, which cannot run it ({e}). Use torch functions "
             "whose results' shapes do not depend on values (torch.where, masks) instead"
         ) from None
     return _wrap_tensors(mapped, kind)
+
+
+def _torch_name(func) -> str:
+    module = getattr(func, "__module__", None) or "torch"
+    name = getattr(func, "__name__", repr(func))
+    return f"torch.{name}" if module.startswith("torch") else name
 
 
 def _wrap_tensors(value, kind: type):
