@@ -136,8 +136,8 @@ class Draws:
     def leaves(self) -> list[np.ndarray[Any, Any]]:
         """The draws of each leaf (`names`' order), as NumPy arrays."""
         if not structure.is_structured(self.samples):
-            return [np.asarray(self.samples)]
-        return [np.asarray(leaf) for leaf in structure.flatten(self.samples)[0]]
+            return [gradients.to_numpy(self.samples)]
+        return [gradients.to_numpy(leaf) for leaf in structure.flatten(self.samples)[0]]
 
 
 @dataclasses.dataclass
@@ -185,9 +185,9 @@ class NutsResult(Draws):
     def _per_leaf(self, function: Callable[[np.ndarray[Any, Any]], Any]) -> Any:
         """``function`` of each leaf's draws (as NumPy), in the samples' structure."""
         if not structure.is_structured(self.samples):
-            return function(np.asarray(self.samples))
+            return function(gradients.to_numpy(self.samples))
         leaves, node = structure.flatten(self.samples)
-        return node.unflatten([function(np.asarray(leaf)) for leaf in leaves])
+        return node.unflatten([function(gradients.to_numpy(leaf)) for leaf in leaves])
 
     def ess(self, method: str = "bulk", implementation: str = "auto") -> Any:
         """Effective sample size per component (per leaf, in the state's structure):
