@@ -425,13 +425,15 @@ _TORCH_NAMES = {
 #: ufuncs run on the host. ``reciprocal``: NumPy's integer reciprocal truncates (torch
 #: returns floats); ``float_power``/``ldexp``/``frexp``/``heaviside``/``nextafter``/
 #: ``spacing``/``gcd``/``lcm``: rarely per-example, their dtype rules differ (torch
-#: refuses or promotes otherwise), and the host keeps them exact.
+#: refuses or promotes otherwise), and the host keeps them exact. ``sign``: torch's is 0
+#: at NaN. ``fmax``/``fmin``: which of 0.0 and -0.0 NumPy returns depends on the dtype.
 _NOT_SAME = frozenset(
     {"reciprocal", "float_power", "ldexp", "frexp", "heaviside", "nextafter", "spacing",
      "gcd", "lcm", "modf", "divmod", "matmul", "vecdot", "matvec", "vecmat", "isnat",
-     "sign"}
+     "sign", "fmax", "fmin"}
 )
 
+_EXTREMA = frozenset({"maximum", "minimum"})
 _INTEGER_DIVISIONS = frozenset({"floor_divide", "remainder", "mod", "fmod"})
 _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
 
@@ -521,8 +523,18 @@ def _ufunc(ufunc, inputs) -> Any:
     else:
         if ufunc.__name__ == "power" and in_dtypes[0].kind in "iu":
             _check_integer_power(operands[1])
-        results = function(*operands)
+        try:
+            results = function(*operands)
+        except (NotImplementedError, RuntimeError) as e:
+            if "not implemented for" not in str(e):
+                raise
+            # A kernel torch lacks for this dtype (np.floor of bools): NumPy's, on the host
+            raise NotNative(f"np.{ufunc.__name__} on {in_dtypes}") from None
         results = results if isinstance(results, tuple) else (results,)
+        if ufunc.__name__ in _EXTREMA and in_dtypes[0].kind == "f":
+            # Equal operands (0.0 and -0.0): NumPy returns the second, torch the first
+            a, b = operands
+            results = (torch.where(a == b, b, results[0]),)
         if ufunc.__name__ in ("remainder", "mod") and in_dtypes[0].kind == "f":
             # A zero remainder takes the divisor's sign in NumPy (-0.0 % 1.0 is 0.0)
             zero = torch.copysign(torch.zeros_like(results[0]), operands[1])
@@ -552,7 +564,10 @@ def _integer_division(function, a: torch.Tensor, b: torch.Tensor) -> torch.Tenso
     """``a // b`` (``%``, ``fmod``) on integers as NumPy computes it: torch raises on a zero
     divisor (NumPy gives 0, with a warning) and the smallest integer over -1 traps the
     CPU; NumPy gives 0 for both remainders and wraps the quotient."""
-    zero, minus_one = b == 0, b == -1
+    zero = b == 0
+    # The smallest integer over -1 traps; an unsigned -1 does not exist (uint8's 255
+    # would compare equal to it).
+    minus_one = b == -1 if b.dtype.is_signed else torch.zeros_like(zero)
     if bool(zero.any()):
         _divide_by_zero(function.__name__)
     safe = torch.where(zero | minus_one, torch.ones_like(b), b)
@@ -585,6 +600,8 @@ def _matmul(self: TorchBatched, a, b) -> TorchBatched:
     if na not in (1, 2) or nb not in (1, 2):
         raise NotNative("matmul of stacks of matrices")
     dtype = _numpy_result(np.matmul, (a, b), {})
+    if dtype.kind == "b":
+        raise NotNative("matmul of booleans")  # torch has no boolean matrix product
     left = "ij"[2 - na :] if na == 2 else "j"
     right = "jk"[:nb] if nb == 2 else "j"
     out = (left[0] if na == 2 else "") + (right[1] if nb == 2 else "")
@@ -788,7 +805,9 @@ def _round(func, args, kwargs):
     decimals = kwargs.pop("decimals", args[1] if len(args) > 1 else 0)
     if not isinstance(x, TorchBatched) or kwargs or len(args) > 2 or x.data.is_complex():
         raise NotNative("np.round with these arguments")
-    if x.dtype.kind in "biu":
+    if x.dtype.kind == "b":
+        raise NotNative("np.round of booleans")  # NumPy's own error, or its identity
+    if x.dtype.kind in "iu":
         if decimals < 0:
             raise NotNative("np.round of integers to tens")
         return x
