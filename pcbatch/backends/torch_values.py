@@ -506,6 +506,18 @@ def _as_tensor(value, dtype: np.dtype, device) -> torch.Tensor:
     return torch.as_tensor(np.asarray(value, dtype=dtype), device=device)
 
 
+def _kernel(function: Callable, *args, **kwargs):
+    """``function(*args, **kwargs)``; a kernel torch lacks for these dtypes or this device
+    (an integer matrix product on CUDA, np.floor of booleans) leaves the primitive to the
+    host, which is NumPy."""
+    try:
+        return function(*args, **kwargs)
+    except (NotImplementedError, RuntimeError) as e:
+        if "not implemented for" not in str(e):
+            raise
+        raise NotNative(f"{getattr(function, '__name__', function)}: {e}") from None
+
+
 def _ufunc(ufunc, inputs) -> Any:
     function = _torch_ufunc(ufunc.__name__)
     if function is None:
@@ -523,13 +535,7 @@ def _ufunc(ufunc, inputs) -> Any:
     else:
         if ufunc.__name__ == "power" and in_dtypes[0].kind in "iu":
             _check_integer_power(operands[1])
-        try:
-            results = function(*operands)
-        except (NotImplementedError, RuntimeError) as e:
-            if "not implemented for" not in str(e):
-                raise
-            # A kernel torch lacks for this dtype (np.floor of bools): NumPy's, on the host
-            raise NotNative(f"np.{ufunc.__name__} on {in_dtypes}") from None
+        results = _kernel(function, *operands)
         results = results if isinstance(results, tuple) else (results,)
         if ufunc.__name__ in _EXTREMA and in_dtypes[0].kind == "f":
             # Equal operands (0.0 and -0.0): NumPy returns the second, torch the first
@@ -612,7 +618,7 @@ def _matmul(self: TorchBatched, a, b) -> TorchBatched:
         x.data.to(_torch(dtype)) if isinstance(x, TorchBatched) else _as_tensor(x, dtype, device)
         for x in (a, b)
     ]
-    return TorchBatched(torch.einsum(spec, *operands))
+    return TorchBatched(_kernel(torch.einsum, spec, *operands))
 
 
 # -- array functions --------------------------------------------------------------------
@@ -665,7 +671,7 @@ def _reduction(func, args, kwargs):
     if not dims:  # a per-example scalar: NumPy's reduction of one element
         result = _reduce_nothing(func, data, dtype, ddof)
     else:
-        result = _REDUCERS[func](data, dims, keepdims, ddof)
+        result = _kernel(_REDUCERS[func], data, dims, keepdims, ddof)
     if keepdims and not dims:
         result = result.reshape(data.shape)
     return TorchBatched(result.to(_torch(dtype)))
