@@ -295,7 +295,9 @@ class TorchBackend(NumpyBackend):
         NumPy's meaning); a primitive that needs what only NumPy's machinery has
         (`NotNative`: a NumPy function without a torch rule, Python control flow on a
         value inside a plain helper) runs on the host copies of the rows instead, from
-        then on (that decision depends on the code and dtypes only, never on values).
+        then on (that decision depends on the code and dtypes only, never on values). The
+        native attempt computes nothing the host run does not compute again, so only a
+        primitive with side effects (a print) would show it twice.
         """
         native = _native(function)
         host = _on_host(batched_array.vectorize(_naming_torch_calls(function)))

@@ -714,11 +714,12 @@ def _argreduction(func, args, kwargs):
         raise NotNative(f"np.{func.__name__} without an axis")  # the flat index: NumPy's
     dim = _shift_axis(axis, x.ndim)[0]
     data = x.data
-    if data.is_floating_point() and bool(torch.isnan(data).any()):
-        raise NotNative("arg-reduction over NaN")  # NumPy returns the first NaN's index
     chosen = torch.argmax if func is np.argmax else torch.argmin
-    return TorchBatched(chosen(data.to(torch.uint8) if data.dtype == torch.bool else data,
-                               dim=dim))
+    index = chosen(data.to(torch.uint8) if data.dtype == torch.bool else data, dim=dim)
+    if data.is_floating_point():  # NumPy returns the first NaN's index
+        nan = torch.isnan(data)
+        index = torch.where(nan.any(dim=dim), torch.argmax(nan.to(torch.uint8), dim=dim), index)
+    return TorchBatched(index)
 
 
 def _weak_converted(func, values):
