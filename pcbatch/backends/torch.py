@@ -493,4 +493,5 @@ def example_result(value: Any) -> Any:
 
 def calls_torch_on_numpy(error: Exception) -> bool:
     """Whether ``error`` is a torch function refusing a NumPy value."""
-    return isinstance(error, TypeError) and "must be Tensor, not numpy" in str(error)
+    text = str(error)  # "must be Tensor, not numpy.float64", "invalid combination ... numpy"
+    return isinstance(error, TypeError) and "Tensor" in text and "numpy." in text

@@ -929,6 +929,7 @@ def _torch_call(func, args, kwargs, pointwise: bool = True):
     flat, spec = torch.utils._pytree.tree_flatten((args, kwargs))
     batched = [i for i, leaf in enumerate(flat) if isinstance(leaf, TorchBatched)]
     kind = type(flat[batched[0]]).strong()
+    _as_torch_numbers(flat)
     name = getattr(func, "__name__", "")
     if pointwise and name in _POINTWISE and not {"dim", "axis", "out"} & set(kwargs):
         aligned = _align([flat[i] for i in batched])
@@ -955,6 +956,25 @@ def _torch_call(func, args, kwargs, pointwise: bool = True):
             "whose results' shapes do not depend on values (torch.where, masks) instead"
         ) from None
     return _wrap_tensors(mapped, kind)
+
+
+def _as_torch_numbers(flat: list) -> None:
+    """Weak values (a Python number per example) made the tensors torch would make of
+    a Python number beside these operands: the strong operands' dtype where its kind
+    holds the number (``torch.where(c, float32_x, 2.5)`` stays float32), else torch's
+    default for the number's kind."""
+    strong = [leaf.data if isinstance(leaf, TorchBatched) else leaf for leaf in flat
+              if isinstance(leaf, torch.Tensor)
+              or isinstance(leaf, TorchBatched) and not leaf.weak]
+    for i, leaf in enumerate(flat):
+        if not (isinstance(leaf, TorchBatched) and leaf.weak):
+            continue
+        number = python_scalar_of(leaf.dtype)
+        beside = [torch.result_type(tensor, number) for tensor in strong]
+        # torch's own default for a Python number, when no tensor is beside it
+        dtype = functools.reduce(torch.promote_types, beside) if beside else torch.tensor(
+            number).dtype
+        flat[i] = TorchBatched(leaf.data.to(dtype))
 
 
 def _torch_name(func) -> str:

@@ -64,6 +64,15 @@ def torch_and_numpy(x, k):
 
 
 @ctx.batch
+def torch_beside_python_numbers(x, n):
+    total = x * 0
+    for i in range(n):
+        half = i / 2  # a Python float per example
+        total = total + torch.where(x > half, x, half) + torch.clamp(x, max=i)
+    return total
+
+
+@ctx.batch
 def calls_nonzero(x):
     return torch.nonzero(x)
 
@@ -193,6 +202,15 @@ def test_torch_beside_a_numpy_function_only_the_host_has_says_why():
     with pytest.raises(pcbatch.PcbatchError, match=r"in torch_and_host_only_numpy(.|\n)*"
                        r"runs on the host with NumPy(.|\n)*np.cbrt"):
         torch_and_host_only_numpy(torch.tensor([1.0]))
+
+
+def test_python_numbers_reach_torch_functions_as_torch_takes_them():
+    # torch.where(c, float32_x, 0.5) is float32 in torch: a Python number is weak there too
+    x, n = torch.tensor([0.25, 3.0], dtype=torch.float32), torch.tensor([2, 3])
+    batched, dry = torch_beside_python_numbers(x, n), torch_beside_python_numbers(x, n,
+                                                                                  dry_run=True)
+    assert batched.dtype == dry.dtype == torch.float32
+    torch.testing.assert_close(batched, dry, rtol=0, atol=0)
 
 
 def test_a_torch_function_torch_cannot_batch_fails_at_the_users_line():
