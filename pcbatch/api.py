@@ -592,7 +592,7 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
     An empty batch has no example to run; its (empty) results take their dtypes and
     shapes from the compiled program on NumPy, as a batched run's would.
     """
-    values = bound.values
+    values = bound_values = bound.values
     device = _torch_device(values)
     if device is not None:  # per-example values are NumPy's (the plain function's meaning)
         values = [map_pattern(_torch_on_host, v) for v in values]
@@ -602,19 +602,38 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
         host = [map_pattern(lambda x: x if is_python_scalar(x) else np.asarray(x), v)
                 for v in values]
         return batched.context._run(batched.name, host, {"backend": NumpyBackend()})
+    try:
+        results = _each_example(batched, bound, size)
+    except TypeError as error:
+        if device is None:
+            raise
+        from pcbatch.backends import torch as torch_backend
+
+        if not torch_backend.calls_torch_on_numpy(error):
+            raise
+        # The code calls torch functions on per-example values: each example becomes a
+        # one-example torch view, whose NumPy calls mean what they mean on NumPy.
+        views = [map_pattern(torch_backend.examples_of, v) for v in bound_values]
+        results = _each_example(batched, Bound(bound.signature, views, bound.passed), size)
+        results = [torch_backend.example_result(r) for r in results]
+    if device is None:
+        return _stack(results)
+    import torch
+
+    return map_pattern(lambda r: torch.as_tensor(r, device=device), _stack(results))
+
+
+def _each_example(batched: BatchedFunction, bound: Bound, size: int) -> list[Any]:
+    """The plain function's results on each batch member alone."""
     _dry_run.depth = getattr(_dry_run, "depth", 0) + 1
     try:
         results = []
         for i in range(size):
             args, kwargs = bound.python_call(i)
             results.append(batched.python_function(*args, **kwargs))
+        return results
     finally:
         _dry_run.depth -= 1
-    if device is None:
-        return _stack(results)
-    import torch
-
-    return map_pattern(lambda r: torch.as_tensor(r, device=device), _stack(results))
 
 
 def _torch_device(values: list[Any]) -> Any:

@@ -46,7 +46,8 @@ BACKEND_NAMES = (
     + (["torch"] if _available("torch") else [])
 )
 #: The eager backends: they run the eager machine, whose primitives compute with NumPy's
-#: meaning on the active rows, so their results are NumPy's to the last bit and dtype.
+#: meaning on the active rows, so their results have NumPy's dtypes and its values (Torch's
+#: kernels may round the last bit otherwise: float_rtol).
 EAGER_NAMES = ("numpy", "torch")
 COMPILED_NAMES = [n for n in BACKEND_NAMES if n not in EAGER_NAMES]
 

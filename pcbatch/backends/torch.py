@@ -6,19 +6,25 @@ arguments), and a run's results are torch tensors there, of the dtypes NumPy's
 rules give (a float32 input stays float32).
 
 Per-example code means what it means on NumPy, value and dtype (NumPy 2 promotion,
-Python numbers weak, ``int / int`` a float64). Torch's own rules differ (``int / int``
-gives its default float32; its promotion lattice is not NumPy's), so this first
-version computes each primitive with pcbatch's NumPy machinery
-(`pcbatch.backends.batched_array`) on the active rows, copied to the host and back.
-That is the reference meaning by construction; ``torch`` functions called on
-per-example values are rejected at the user's line, naming what to use instead.
-Primitives see only the active threads' rows, as on NumPy.
+Python numbers weak, ``int / int`` a float64), and may call ``torch`` functions too.
+Primitives run as torch operations on the active rows, on the device
+(`pcbatch.backends.torch_values`): NumPy calls and operators compute NumPy's result
+dtype first and cast to it, where torch's own rules differ (``int / int`` float32 in
+torch, its promotion lattice, an integer divided by zero). A primitive that needs what
+only NumPy's machinery has (a NumPy function without a torch rule, Python control flow on
+a value inside a plain helper) runs on the host copies of its rows instead, with
+`pcbatch.backends.batched_array`: NumPy's meaning by construction.
+`TorchBackend.host_primitives` names those primitives and why.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import inspect
+import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -28,43 +34,49 @@ import torch
 from pcbatch.backends import batched_array
 from pcbatch.backends.base import StackFull
 from pcbatch.backends.numpy import NumpyBackend, may_cast
+from pcbatch.backends.scalars import BatchedValueError
+from pcbatch.backends.torch_values import (
+    NUMPY_OF_TORCH,
+    TORCH_OF_NUMPY,
+    NotNative,
+    OneExample,
+    TorchBatched,
+)
 from pcbatch.ir import setitem
-from pcbatch.ir.types import TensorType, is_pattern_node, rebuild
+from pcbatch.ir.types import TensorType, flatten, is_pattern_node, map_pattern, rebuild
 
 __all__ = ["TorchBackend"]
 
-_TORCH_OF_NUMPY = {
-    np.dtype(np.bool_): torch.bool,
-    np.dtype(np.uint8): torch.uint8,
-    np.dtype(np.int8): torch.int8,
-    np.dtype(np.int16): torch.int16,
-    np.dtype(np.int32): torch.int32,
-    np.dtype(np.int64): torch.int64,
-    np.dtype(np.float16): torch.float16,
-    np.dtype(np.float32): torch.float32,
-    np.dtype(np.float64): torch.float64,
-    np.dtype(np.complex64): torch.complex64,
-    np.dtype(np.complex128): torch.complex128,
-}
-_NUMPY_OF_TORCH = {t: n for n, t in _TORCH_OF_NUMPY.items()}
-# NumPy's unsigned types wider than 8 bits have only limited support in torch (no
-# arithmetic on CPU): values of those types are refused rather than half-supported.
+#: NumPy's unsigned types torch can hold and convert but not index into or compute with
+#: (uint16, uint32: NUTS's random-number counters): the VM keeps them in int64 tensors
+#: (every value fits) and hands them out in their own dtype, which computes on the host.
+_CARRIED = {np.dtype(np.uint16): torch.uint16, np.dtype(np.uint32): torch.uint32}
 
 
 def torch_dtype(dtype: Any) -> torch.dtype:
     """The torch dtype holding NumPy ``dtype``'s values, or a TypeError naming it."""
     dtype = np.dtype(dtype)
-    if dtype not in _TORCH_OF_NUMPY:
+    if dtype in _CARRIED:
+        return _CARRIED[dtype]
+    if dtype not in TORCH_OF_NUMPY:
         raise TypeError(
             f"TorchBackend cannot hold values of dtype {dtype}: torch has no full support "
-            f"for it; use one of {', '.join(str(d) for d in _TORCH_OF_NUMPY)}"
+            f"for it; use one of {', '.join(str(d) for d in TORCH_OF_NUMPY)}"
         )
-    return _TORCH_OF_NUMPY[dtype]
+    return TORCH_OF_NUMPY[dtype]
+
+
+def _storage_dtype(dtype: Any) -> torch.dtype:
+    """The dtype of the VM's tensors holding values of NumPy ``dtype``."""
+    return torch.int64 if np.dtype(dtype) in _CARRIED else torch_dtype(dtype)
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
     """The NumPy dtype of torch ``dtype`` (bfloat16 and others NumPy lacks: a TypeError)."""
-    if dtype not in _NUMPY_OF_TORCH:
+    carried = {t: n for n, t in _CARRIED.items()}
+    if dtype in carried:
+        return carried[dtype]
+    if dtype not in NUMPY_OF_TORCH:
         name = str(dtype).removeprefix("torch.")
         why = (
             "torch supports too few operations on it" if hasattr(np, name)
@@ -74,7 +86,7 @@ def numpy_dtype(dtype: torch.dtype) -> np.dtype:
             f"TorchBackend cannot run on torch.{name} tensors: {why}; convert the argument "
             "(say, .to(torch.float32) or .to(torch.int64)) first"
         )
-    return _NUMPY_OF_TORCH[dtype]
+    return NUMPY_OF_TORCH[dtype]
 
 
 @dataclasses.dataclass
@@ -99,12 +111,14 @@ class TorchRegister:
         self.name = name
         self.type = type_
         self.top = torch.zeros(
-            (batch_size, *type_.shape), dtype=torch_dtype(type_.dtype), device=device
+            (batch_size, *type_.shape), dtype=_storage_dtype(type_.dtype), device=device
         )
+        self.dtype = torch_dtype(type_.dtype)  # the values' own (top's, or carried in it)
         self.high_water = 0
 
     def read(self, lanes: TorchLanes) -> torch.Tensor:
-        return self.top if lanes.index is None else self.top[lanes.index]
+        value = self.top if lanes.index is None else self.top[lanes.index]
+        return value if value.dtype == self.dtype else value.to(self.dtype)
 
     def update(self, value: torch.Tensor, lanes: TorchLanes) -> TorchRegister:
         self._set_top(value, lanes)
@@ -211,6 +225,8 @@ class TorchBackend(NumpyBackend):
     def __init__(self, device: Any = None, safety_checks: bool = True):
         super().__init__(safety_checks)
         self.device = torch.device(device) if device is not None else torch.get_default_device()
+        #: the primitives that ran on the host (NumPy's machinery), by name, with the reason
+        self.host_primitives: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"TorchBackend(device={str(self.device)!r})"
@@ -247,7 +263,7 @@ class TorchBackend(NumpyBackend):
         else:
             array = np.asarray(value)
             have = array.dtype
-            if have not in _TORCH_OF_NUMPY and may_cast(have, np.dtype(type_.dtype)):
+            if have not in TORCH_OF_NUMPY and may_cast(have, np.dtype(type_.dtype)):
                 array = array.astype(type_.dtype)  # say, a uint32 constant into int64
             if not array.flags.writeable:  # a primitive passed its input through
                 array = array.copy()
@@ -273,24 +289,52 @@ class TorchBackend(NumpyBackend):
         return value if lanes.index is None else value[lanes.index]
 
     def vectorize(self, function: Callable) -> Callable:
-        """A function written for one example, applied to batched tensors (NumPy's meaning)."""
-        batched = batched_array.vectorize(_naming_torch_calls(function))
+        """A function written for one example, applied to the active rows' tensors.
+
+        It runs natively (`pcbatch.backends.torch_values`: torch kernels on the device,
+        NumPy's meaning); a primitive that needs what only NumPy's machinery has
+        (`NotNative`: a NumPy function without a torch rule, Python control flow on a
+        value inside a plain helper) runs on the host copies of the rows instead, from
+        then on (that decision depends on the code and dtypes only, never on values). The
+        native attempt computes nothing the host run does not compute again, so only a
+        primitive with side effects (a print) would show it twice.
+        """
+        native = _native(function)
+        host = _on_host(batched_array.vectorize(_naming_torch_calls(function)))
+        decided: dict = {}
 
         @functools.wraps(function)
-        def on_host(*args):
-            return batched(*[_host_pattern(a) for a in args])
+        def run(*args):
+            if "host" not in decided:
+                try:
+                    return native(*args)
+                except (NotNative, BatchedValueError) as e:
+                    decided["host"] = e
+                    self.host_primitives[_where(function)] = str(e)
+            with _why_on_host(decided["host"]):
+                return host(*args)
 
-        return on_host
+        return run
 
     def adapt(self, function: Callable) -> Callable:
         """A batched primitive written with NumPy (pcbatch's own checks, a user's batched
-        helper), run on the host copies of the active rows: NumPy's meaning exactly."""
+        helper), run on the host copies of the active rows: NumPy's meaning exactly. Such
+        code sees whole batches and may call any NumPy function, which the per-example
+        rules of `torch_values` do not cover."""
+        return _on_host(function)
 
-        @functools.wraps(function)
-        def on_host(*args):
-            return function(*[_host_pattern(a) for a in args])
-
-        return on_host
+    def run_on_dummies(self, primitive_callable: Callable, input_types, fill: Any = 1):
+        """The primitive's results (NumPy arrays) on tensors filled with ``fill``."""
+        if any(np.dtype(t.dtype) not in TORCH_OF_NUMPY
+               for t in input_types for t in flatten(t.tensors)):
+            return super().run_on_dummies(primitive_callable, input_types, fill)
+        args = [
+            map_pattern(lambda t: torch.full(t.shape, fill, dtype=torch_dtype(t.dtype),
+                                             device=self.device), t.tensors)
+            for t in input_types
+        ]
+        with np.errstate(all="ignore"):
+            return map_pattern(self.to_host, primitive_callable(*args))
 
     def select(self, condition, if_true, if_false):
         condition = torch.as_tensor(condition, device=self.device)
@@ -322,6 +366,53 @@ class TorchBackend(NumpyBackend):
         return super().type_of(t, preferred_dtype)
 
 
+def _where(function: Callable) -> str:
+    """Where the user wrote a primitive: ``file:line``, or its name."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    if code is None:
+        return getattr(function, "__name__", "primitive")
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+
+
+def _native(function: Callable) -> Callable:
+    """``function`` (one example's code) on the batch's tensors, as `TorchBatched` views."""
+
+    def run(*args):
+        return _native_output(function(*[_native_input(a) for a in args]))
+
+    return run
+
+
+def _native_input(value):
+    if is_pattern_node(value):
+        return rebuild(value, [_native_input(v) for v in value])
+    if not isinstance(value, torch.Tensor):  # a NumPy array from the machine's own checks
+        value = torch.as_tensor(np.asarray(value))
+    return TorchBatched(value)
+
+
+def _native_output(value):
+    if is_pattern_node(value):
+        return rebuild(value, [_native_output(v) for v in value])
+    if isinstance(value, TorchBatched):
+        return value.data
+    if isinstance(value, torch.Tensor):  # a tensor made in the code: the same per example
+        return value[None]
+    # A per-example constant (a Python or NumPy number): a batch of one, which the VM
+    # broadcasts, of the dtype NumPy gives it.
+    return np.asarray(value)[None]
+
+
+def _on_host(function: Callable) -> Callable:
+    """``function`` run on NumPy copies of its tensor arguments."""
+
+    @functools.wraps(function)
+    def on_host(*args):
+        return function(*[_host_pattern(a) for a in args])
+
+    return on_host
+
+
 def _host_pattern(value):
     """A primitive's argument as NumPy arrays (a full-width read: read-only, as on NumPy)."""
     if is_pattern_node(value):
@@ -333,8 +424,21 @@ def _host_pattern(value):
     return array
 
 
+_HOST_REASON = threading.local()
+
+
+@contextlib.contextmanager
+def _why_on_host(reason: Exception):
+    previous = getattr(_HOST_REASON, "reason", None)
+    _HOST_REASON.reason = reason
+    try:
+        yield
+    finally:
+        _HOST_REASON.reason = previous
+
+
 def _naming_torch_calls(function: Callable) -> Callable:
-    """``function``, where a torch function called on a per-example value says what to do."""
+    """``function``, where a torch function called on a host value says why it is there."""
 
     @functools.wraps(function)
     def checked(*args):
@@ -343,10 +447,51 @@ def _naming_torch_calls(function: Callable) -> Callable:
         except TypeError as e:
             if "BatchedArray" not in str(e) or "Tensor" not in str(e):
                 raise
+            reason = getattr(_HOST_REASON, "reason", None)
             raise TypeError(
-                f"{e}: on TorchBackend, per-example code computes with NumPy functions "
-                "(np.sqrt, np.where, ...), which mean on torch exactly what they mean on "
-                "NumPy; torch functions on per-example values are not supported yet"
+                f"{e}: on TorchBackend this line runs on the host with NumPy, as it uses "
+                f"what only NumPy has ({reason}), and torch functions cannot take its "
+                "values there; compute that part with torch functions too, or with NumPy "
+                "functions (np.sqrt, np.where, ...) only"
             ) from None
 
     return checked
+
+
+class _ExamplesOf:
+    """A tensor argument whose batch members are `OneExample` views (``dry_run`` of code
+    that calls torch functions): each a copy of its own, on the tensor's device."""
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor = tensor
+        self.shape = tuple(tensor.shape)
+        self.ndim = tensor.ndim
+
+    def __getitem__(self, i: int) -> OneExample:
+        return OneExample(self.tensor[i : i + 1].detach().clone())
+
+
+def examples_of(value: Any) -> Any:
+    """``value``'s tensors as sources of `OneExample` views, for ``dry_run``."""
+    if is_pattern_node(value):
+        return rebuild(value, [examples_of(v) for v in value])
+    if isinstance(value, torch.Tensor):
+        return _ExamplesOf(value) if value.ndim else OneExample(value.detach().clone()[None])
+    return value
+
+
+def example_result(value: Any) -> Any:
+    """One example's result of a ``dry_run`` on `OneExample` views, as NumPy values."""
+    if is_pattern_node(value):
+        return rebuild(value, [example_result(v) for v in value])
+    if isinstance(value, TorchBatched):
+        return value.data[0].detach().cpu().numpy()
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return value
+
+
+def calls_torch_on_numpy(error: Exception) -> bool:
+    """Whether ``error`` is a torch function refusing a NumPy value."""
+    text = str(error)  # "must be Tensor, not numpy.float64", "invalid combination ... numpy"
+    return isinstance(error, TypeError) and "Tensor" in text and "numpy." in text

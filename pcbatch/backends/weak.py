@@ -51,6 +51,8 @@ def mark(x: Any) -> Any:
         return batched_array.WeakBatchedArray(x.data)
     if type(x) is numpy_dispatch.Dispatched:
         return numpy_dispatch.WeakDispatched(x.value, x.xp)
+    if callable(getattr(type(x), "as_weak", None)):  # a Torch view (`torch_values`)
+        return x.as_weak()
     return x
 
 

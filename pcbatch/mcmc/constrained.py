@@ -67,7 +67,8 @@ class Constraints:
                 continue
             with np.errstate(divide="ignore", invalid="ignore"):  # reported below
                 free = _per_example(transform.inverse, leaf, 1)
-            finite = np.isfinite(np.asarray(free)).reshape(int(free.shape[0]), -1).all(axis=1)
+            finite = np.isfinite(gradients.to_numpy(free)).reshape(int(free.shape[0]), -1)
+            finite = finite.all(axis=1)
             if not finite.all():
                 what = "initial_state" if name == "" else f"initial_state[{name!r}]"
                 chains = np.flatnonzero(~finite)[:10].tolist()
@@ -171,6 +172,10 @@ def _per_example(function, array, lead: int):
         import jax
 
         out = jax.vmap(function)(rows)
+    elif library == "torch":  # NumPy's meaning on the tensors' device (`torch_values`)
+        from pcbatch.backends.torch import TorchBackend
+
+        out = TorchBackend(device=array.device).vectorize(function)(rows)
     else:
         out = np.asarray(vectorize(function)(np.asarray(rows)))
     return out.reshape(shape[:lead] + tuple(out.shape[1:]))
@@ -181,10 +186,27 @@ def target(log_prob, constraints: Constraints):
     """``log_prob`` (of constrained parameters) as a density of the unconstrained ones."""
 
     def unconstrained_log_prob(params_u, *data):
-        params, log_det = constraints.forward_one(params_u)
+        params, log_det = _forward_one(constraints, params_u)
         return log_prob(params, *data) + log_det
 
     return unconstrained_log_prob
+
+
+def _forward_one(constraints: Constraints, params_u) -> tuple:
+    """`Constraints.forward_one`; on Torch's plain tensors (the target is torch code, under
+    ``torch.func``) the transforms, written with NumPy calls, run on one-example torch
+    views (`pcbatch.backends.torch_values`), whose operations are torch's: differentiable."""
+    leaves = constraints._leaves(params_u)
+    if not leaves or gradients.array_library(leaves[0]) != "torch":
+        return constraints.forward_one(params_u)
+    from pcbatch.backends.torch_values import TorchBatched
+
+    views = [TorchBatched(leaf[None]) for leaf in leaves]
+    params, log_det = constraints.forward_one(constraints._tree(views))
+    plain = [leaf.data[0] if isinstance(leaf, TorchBatched) else leaf
+             for leaf in constraints._leaves(params)]
+    log_det = log_det.data[0] if isinstance(log_det, TorchBatched) else log_det
+    return constraints._tree(plain), log_det
 
 
 @functools.lru_cache(maxsize=32)

@@ -8,10 +8,11 @@ data structure), so a compiled program is found again for new data:
 - On NumPy the caller supplies ``value_and_grad`` (written with NumPy calls, like
   any pcbatch primitive); with a structured state it receives the state's structure
   and returns its gradient in the same structure.
-- On JAX it is ``jax.value_and_grad`` of the target, on TensorFlow a gradient tape;
-  there the target receives the backend's own arrays (write it with ``jax.numpy`` or
-  TensorFlow operations), and the gradient is taken with respect to the flat vector,
-  so the target never sees it.
+- On JAX it is ``jax.value_and_grad`` of the target, on TensorFlow a gradient tape,
+  on Torch ``torch.func.grad_and_value`` mapped over the active chains with
+  ``torch.func.vmap``; there the target receives the backend's own arrays (write it
+  with ``jax.numpy``, TensorFlow or torch operations), and the gradient is taken with
+  respect to the flat vector, so the target never sees it.
 """
 
 from __future__ import annotations
@@ -26,13 +27,32 @@ from pcbatch.backends import numpy_dispatch
 
 
 def array_library(value) -> str:
-    """ "jax", "tensorflow" or "numpy": the library ``value``'s array type belongs to."""
+    """ "jax", "tensorflow", "torch" or "numpy": the library ``value``'s array type
+    belongs to."""
     module = type(value).__module__
     if module.startswith(("jax", "jaxlib")):
         return "jax"
     if module.startswith("tensorflow"):
         return "tensorflow"
+    if module.startswith("torch"):
+        return "torch"
     return "numpy"
+
+
+def dtype_of(value) -> np.dtype:
+    """The NumPy dtype of ``value``'s elements (a NumPy, JAX, TensorFlow or torch array)."""
+    if array_library(value) == "torch":
+        from pcbatch.backends.torch import numpy_dtype
+
+        return numpy_dtype(value.dtype)
+    return np.dtype(getattr(value.dtype, "as_numpy_dtype", value.dtype))
+
+
+def to_numpy(value) -> np.ndarray:
+    """``value`` as a NumPy array on the host (a CUDA tensor included)."""
+    if array_library(value) == "torch":
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
 
 
 def constant_like(value, like) -> Any:
@@ -47,6 +67,10 @@ def constant_like(value, like) -> Any:
         import jax.numpy as jnp
 
         return jnp.asarray(value, like.dtype)
+    if library == "torch":
+        import torch
+
+        return torch.as_tensor(np.asarray(value), device=like.device).to(like.dtype)
     return np.asarray(value, like.dtype)
 
 
@@ -75,23 +99,25 @@ def value_and_grad_for(
         gives = "gradient" if layout is None else "gradient in the state's structure"
         raise TypeError(
             f"nuts.sample on {on} needs value_and_grad=: a function of {takes} returning "
-            f"(log density, {gives}), written with NumPy; or run on JAX or TensorFlow "
-            "(their arrays as initial_state, or backend=) to have the gradient computed "
-            "automatically from target_log_prob_fn"
+            f"(log density, {gives}), written with NumPy; or run on JAX, TensorFlow or "
+            "Torch (their arrays as initial_state, or backend=) to have the gradient "
+            "computed automatically from target_log_prob_fn"
         )
     if target is None:
         raise TypeError("nuts.sample needs target_log_prob_fn (or value_and_grad=)")
     if library == "jax":
         return _jax_value_and_grad(target, layout, data)
+    if library == "torch":
+        return _torch_value_and_grad(target, layout, data)
     return _tf_value_and_grad(target, layout, data)
 
 
 def _library_of(backend) -> str:
     name = getattr(backend, "name", None)
-    if name not in ("numpy", "jax", "tensorflow"):
+    if name not in ("numpy", "jax", "tensorflow", "torch"):
         raise TypeError(
             f"nuts.sample: backend={backend!r} is not a pcbatch backend (NumpyBackend, "
-            "JaxBackend or TensorFlowBackend)"
+            "JaxBackend, TensorFlowBackend or TorchBackend)"
         )
     return name
 
@@ -150,5 +176,30 @@ def _tf_value_and_grad(target: Callable, layout, data) -> Callable:
             params = q if layout is None else layout.unflatten(q, reshape=tf.reshape)
             value = _call(target, params, data_leaves, data)
         return value, tape.gradient(value, q)
+
+    return value_and_grad
+
+
+@functools.lru_cache(maxsize=32)
+def _torch_value_and_grad(target: Callable, layout, data) -> Callable:
+    """The gradient by ``torch.func``: the target gets ONE chain's tensors (plain torch
+    tensors, so any torch code runs, Pyro's included), and ``grad_and_value`` of it is
+    mapped over the active chains with ``torch.func.vmap``."""
+    import torch
+
+    from pcbatch.backends.torch_values import map_examples
+
+    def log_prob(q, data_leaves):
+        params = q if layout is None else layout.unflatten(q)
+        return _call(target, params, data_leaves, data)
+
+    gradient = torch.func.grad_and_value(log_prob)
+
+    def one_chain(q, data_leaves):
+        grad, value = gradient(q, data_leaves)
+        return value, grad
+
+    def value_and_grad(q, data_leaves):
+        return map_examples(one_chain, q, tuple(data_leaves))
 
     return value_and_grad

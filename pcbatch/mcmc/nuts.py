@@ -136,8 +136,8 @@ class Draws:
     def leaves(self) -> list[np.ndarray[Any, Any]]:
         """The draws of each leaf (`names`' order), as NumPy arrays."""
         if not structure.is_structured(self.samples):
-            return [np.asarray(self.samples)]
-        return [np.asarray(leaf) for leaf in structure.flatten(self.samples)[0]]
+            return [gradients.to_numpy(self.samples)]
+        return [gradients.to_numpy(leaf) for leaf in structure.flatten(self.samples)[0]]
 
 
 @dataclasses.dataclass
@@ -185,9 +185,9 @@ class NutsResult(Draws):
     def _per_leaf(self, function: Callable[[np.ndarray[Any, Any]], Any]) -> Any:
         """``function`` of each leaf's draws (as NumPy), in the samples' structure."""
         if not structure.is_structured(self.samples):
-            return function(np.asarray(self.samples))
+            return function(gradients.to_numpy(self.samples))
         leaves, node = structure.flatten(self.samples)
-        return node.unflatten([function(np.asarray(leaf)) for leaf in leaves])
+        return node.unflatten([function(gradients.to_numpy(leaf)) for leaf in leaves])
 
     def ess(self, method: str = "bulk", implementation: str = "auto") -> Any:
         """Effective sample size per component (per leaf, in the state's structure):
@@ -252,20 +252,22 @@ def sample(
     Args:
       target_log_prob_fn: ONE state (``event_shape``, or one chain's structure) -> its
         log density; ``(state, data)`` -> log density when ``data`` is given. On JAX its
-        gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape.
+        gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape,
+        on Torch from ``torch.func.grad_and_value`` (it gets one chain's plain tensors).
       initial_state: the chains' starting points (or an `AdaptedState`, from `warmup` or
         a result's ``state``: the chains continue from there without adaptation, with
         ``num_warmup=0``): one array ``[num_chains,
         *event_shape]``, or a structure of them (a dict, tuple, namedtuple, nested; on
         JAX anything ``jax.tree_util`` flattens), every leaf with the leading chain axis.
-        Its array type picks the backend (NumPy, JAX or TensorFlow) unless ``backend``
-        is given. A list is taken as one NumPy array (a tuple is a structure). Integer
-        states are converted to the backend's default float (NumPy float64, JAX float32
-        unless ``jax_enable_x64``, TensorFlow float32); floats must be float32 or
-        float64 (float16 and bfloat16 are rejected: their rounding makes every
-        trajectory diverge); booleans and complex numbers are rejected. The leaves of a
-        structure share one dtype: NumPy's ``result_type`` of theirs (after integers
-        become floats); the target receives them, and the draws come back, in it.
+        Its array type picks the backend (NumPy, JAX, TensorFlow or Torch, on the
+        tensors' device) unless ``backend`` is given. A list is taken as one NumPy
+        array (a tuple is a structure). Integer states are converted to the backend's
+        default float (NumPy and Torch float64, JAX float32 unless ``jax_enable_x64``,
+        TensorFlow float32); floats must be float32 or float64 (float16 and bfloat16
+        are rejected: their rounding makes every trajectory diverge); booleans and
+        complex numbers are rejected. The leaves of a structure share one dtype:
+        NumPy's ``result_type`` of theirs (after integers become floats); the target
+        receives them, and the draws come back, in it.
       backend: the pcbatch backend to run on; it also picks the gradient (a NumPy
         ``initial_state`` with ``backend=JaxBackend()`` uses ``jax.value_and_grad``).
       num_samples, num_warmup: draws kept, and warmup draws before them (step size by
@@ -415,7 +417,7 @@ def _sample(
             value_and_grad = constrained.value_and_grad(value_and_grad, constraints)
         elif target_log_prob_fn is not None:
             target_log_prob_fn = constrained.target(target_log_prob_fn, constraints)
-    dtype = np.dtype(getattr(initial_state.dtype, "as_numpy_dtype", initial_state.dtype))
+    dtype = gradients.dtype_of(initial_state)
     library = _library(initial_state, backend)
     if library == "jax":
         _register_with_jax()
@@ -585,7 +587,7 @@ def _draws(
     samples, leapfrogs, depths, divergent, accept, step_sizes, energies = (
         output[:, rows] for output in outputs
     )
-    host = _swap_chains if traced else (lambda a: np.swapaxes(np.asarray(a), 0, 1))
+    host = _swap_chains if traced else (lambda a: np.swapaxes(gradients.to_numpy(a), 0, 1))
     samples = _swap_chains(samples)
     if layout is not None:
         samples = layout.unflatten(samples, reshape=_reshape_for(samples))
@@ -722,6 +724,10 @@ def _concatenate(parts: list[Any], axis: int) -> Any:
         import jax.numpy as jnp
 
         return jnp.concatenate(parts, axis)
+    if library == "torch":
+        import torch
+
+        return torch.cat(parts, dim=axis)
     return np.concatenate([np.asarray(p) for p in parts], axis)
 
 
@@ -738,7 +744,7 @@ def _reshape_for(array: Any) -> Callable[[Any, tuple[int, ...]], Any]:
 def _library(state: Any, backend: Any) -> str:
     """The array library the sampler runs on: ``backend``'s, else ``state``'s."""
     name = getattr(backend, "name", None)
-    return name if name in ("jax", "tensorflow") else gradients.array_library(state)
+    return name if name in ("jax", "tensorflow", "torch") else gradients.array_library(state)
 
 
 def _flat_state(state: Any, backend: Any) -> tuple[Any, structure.Layout]:
@@ -763,7 +769,7 @@ def _flat_state(state: Any, backend: Any) -> tuple[Any, structure.Layout]:
     num_chains = next(iter(chains.values()))
     libraries = {gradients.array_library(leaf) for leaf in leaves} | {_library(leaves[0], backend)}
     dtype = np.result_type(
-        *(np.dtype(getattr(leaf.dtype, "as_numpy_dtype", leaf.dtype)) for leaf in leaves)
+        *(gradients.dtype_of(leaf) for leaf in leaves)
     )
     layout = structure.Layout(node, tuple(tuple(int(d) for d in leaf.shape[1:]) for leaf in leaves))
     if "jax" in libraries:
@@ -781,6 +787,17 @@ def _flat_state(state: Any, backend: Any) -> tuple[Any, structure.Layout]:
             for leaf in leaves
         ]
         return tf.concat(parts, axis=1), layout
+    if "torch" in libraries:
+        import torch
+
+        from pcbatch.backends.torch import torch_dtype
+
+        device = next((leaf.device for leaf in leaves if isinstance(leaf, torch.Tensor)), None)
+        parts = [
+            torch.as_tensor(leaf, device=device).to(torch_dtype(dtype)).reshape(num_chains, -1)
+            for leaf in leaves
+        ]
+        return torch.cat(parts, dim=1), layout
     parts = [np.asarray(leaf, dtype).reshape(num_chains, -1) for leaf in leaves]
     return np.concatenate(parts, axis=1), layout
 
@@ -851,7 +868,7 @@ def _data_array(leaf: Any, what: str, dtype: np.dtype[Any], library: str) -> Any
             leaf = np.asarray(leaf)
         except Exception as error:  # noqa: BLE001 - the user's value, named in the error
             raise TypeError(f"nuts.sample: {what} is not an array ({error})") from None
-    kind = np.dtype(getattr(leaf.dtype, "as_numpy_dtype", leaf.dtype)).kind
+    kind = gradients.dtype_of(leaf).kind
     if kind not in "biuf":
         raise TypeError(
             f"nuts.sample: {what} has dtype {leaf.dtype}; data leaves must be arrays of "
@@ -864,7 +881,7 @@ def _data_array(leaf: Any, what: str, dtype: np.dtype[Any], library: str) -> Any
         import jax
 
         target = jax.dtypes.canonicalize_dtype(leaf.dtype)
-    if target is None or np.dtype(getattr(leaf.dtype, "as_numpy_dtype", leaf.dtype)) == target:
+    if target is None or gradients.dtype_of(leaf) == target:
         return leaf
     array_library = gradients.array_library(leaf)
     if array_library == "tensorflow":
@@ -873,6 +890,10 @@ def _data_array(leaf: Any, what: str, dtype: np.dtype[Any], library: str) -> Any
         return tf.cast(leaf, target)
     if array_library == "jax":
         return leaf.astype(target)
+    if array_library == "torch":
+        from pcbatch.backends.torch import torch_dtype
+
+        return leaf.to(torch_dtype(target))
     return np.asarray(leaf).astype(target)
 
 
@@ -902,6 +923,8 @@ def _swap_chains(samples: Any) -> Any:
         import tensorflow as tf
 
         return tf.transpose(samples, perm)
+    if gradients.array_library(samples) == "torch":
+        return samples.permute(perm)
     return samples.transpose(perm)
 
 
@@ -914,7 +937,7 @@ def _float_state(state: Any, backend: Any, what: str = "initial_state") -> Any:
             f"nuts.sample: {what} needs a leading chain dimension, "
             f"[num_chains, *event_shape]; got a scalar ({state!r})"
         )
-    dtype = np.dtype(getattr(state.dtype, "as_numpy_dtype", state.dtype))
+    dtype = gradients.dtype_of(state)
     if dtype in (np.float32, np.float64):
         return state
     if dtype.kind in "iu":
@@ -942,6 +965,10 @@ def _as_default_float(state: Any, backend: Any) -> Any:
         import tensorflow as tf
 
         return tf.cast(state, tf.float32)
+    if library == "torch":  # NumPy's default float, as per-example code means on Torch
+        import torch
+
+        return state.to(torch.float64)
     return np.asarray(state, dtype=np.float64)
 
 
