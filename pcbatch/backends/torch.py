@@ -311,6 +311,8 @@ class TorchBackend(NumpyBackend):
                 except (NotNative, BatchedValueError) as e:
                     decided["host"] = e
                     self.host_primitives[_where(function)] = str(e)
+            if torch.is_grad_enabled() and _requires_grad(args):
+                raise _gradient_cut(decided["host"])
             with _why_on_host(decided["host"]):
                 return host(*args)
 
@@ -401,6 +403,24 @@ def _native_output(value):
     # A per-example constant (a Python or NumPy number): a batch of one, which the VM
     # broadcasts, of the dtype NumPy gives it.
     return np.asarray(value)[None]
+
+
+def _requires_grad(value) -> bool:
+    if is_pattern_node(value):
+        return any(_requires_grad(v) for v in value)
+    return isinstance(value, torch.Tensor) and value.requires_grad
+
+
+def _gradient_cut(reason: Exception) -> RuntimeError:
+    """The error for a value torch's autograd follows reaching a primitive that runs on the
+    host: its result would carry no gradient, and a loss built on it would silently miss
+    this part of its gradient."""
+    return RuntimeError(
+        f"this line runs on the host with NumPy on TorchBackend ({reason}), where torch's "
+        "autograd cannot follow it, and a value here requires grad: write it with torch "
+        "functions (or NumPy functions that TorchBackend runs as torch kernels), or pass "
+        "detached inputs (x.detach()) or call under torch.no_grad() if you need no gradient"
+    )
 
 
 def _on_host(function: Callable) -> Callable:

@@ -94,3 +94,35 @@ def test_tensorflow_gradient_tape_under_xla_raises():
     with pytest.raises(tf.errors.InvalidArgumentError), tf.GradientTape() as tape:
         total = tf.reduce_sum(newton_sqrt(a, backend=TensorFlowBackend()))  # XLA: the default
         tape.gradient(total, a)
+
+
+@ctx.batch
+def cube_root(a):
+    return np.cbrt(a)  # no torch rule: TorchBackend runs it on the host
+
+
+@needs_torch
+def test_torch_autograd_gives_each_examples_derivative():
+    import torch
+
+    a = torch.tensor(A_SIGNED, requires_grad=True)
+    # plus a term outside pcbatch: both parts of the gradient must arrive
+    total = scaled(a, torch.tensor(K)).sum() + (a * a).sum()
+    total.backward()
+    np.testing.assert_allclose(a.grad, _expected_scaled_derivative() + 2 * A_SIGNED)
+    b = torch.tensor(A, requires_grad=True)
+    newton_sqrt(b).sum().backward()
+    np.testing.assert_allclose(b.grad, 0.5 / np.sqrt(A), rtol=1e-9)
+
+
+@needs_torch
+def test_torch_autograd_through_a_host_primitive_is_an_error_not_a_missing_gradient():
+    import torch
+
+    a = torch.tensor([8.0, 27.0], dtype=torch.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="autograd cannot follow") as info:
+        cube_root(a)
+    assert any("test_derivatives.py" in note for note in getattr(info.value, "__notes__", []))
+    with torch.no_grad():
+        np.testing.assert_allclose(cube_root(a), [2.0, 3.0])
+    np.testing.assert_allclose(cube_root(a.detach()), [2.0, 3.0])
