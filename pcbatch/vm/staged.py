@@ -203,10 +203,6 @@ class _Block:
         state = m.terminate(state, self.index, env, mask, self.read)
         state = m.flag_overflow(state, env.get(OVERFLOWING, []), self.index)
         state = m.flag_rows(state, env.get(FAULTING, []), faulted_at(self.index, m.halt))
-        if m.profiling:
-            state = m.count(
-                state, self.index, mask, len(self.functions) - self.functions.count(None)
-            )
         self.check_part(before, state["vars"])
         return state
 
@@ -381,15 +377,25 @@ class StagedMachine:
         state["pc"] = pc
         return state
 
-    def count(self, state, index, mask, n_prims) -> dict:
+    def tally(self, s: dict, block) -> dict:
+        """``s`` with a profile's counters (`_record`) counting one step of ``block`` (the
+        step's chosen block: a traced scalar, or main's entry, 0, in the prologue): its
+        execution, its active threads, the live threads.
+
+        Once per step, outside the dispatch: counted inside each block, the same counts
+        cost every block kernels of its own for XLA to compile (NUTS: about 150 of its
+        700). The primitives a block ran are counted on the host, from these counts."""
         ops = self.ops
-        state = dict(state)
-        active = ops.count(mask)
-        state["block_counts"] = ops.add_at(state["block_counts"], index, 1)
-        state["block_lanes"] = ops.add_at(state["block_lanes"], index, active)
-        state["active_sum"] = state["active_sum"] + ops.float(active) * n_prims
-        state["prim_count"] = state["prim_count"] + n_prims
-        return state
+        pc = s["pc"]["top"]
+        active = ops.count(ops.equal(pc, block))
+        chosen = ops.equal(ops.arange(self.halt), block)
+        zero = ops.scalar_int(0)
+        return dict(
+            s,
+            block_counts=s["block_counts"] + ops.where(chosen, ops.scalar_int(1), zero),
+            block_lanes=s["block_lanes"] + ops.where(chosen, active, zero),
+            live_sum=s["live_sum"] + ops.float(ops.count(pc < self.halt)),
+        )
 
     # -- the loop -------------------------------------------------------------------
     def blank_state(self, ops=None) -> dict:
@@ -424,9 +430,7 @@ class StagedMachine:
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
             state["block_lanes"] = ops.zeros((self.halt,), ops.index_dtype)
-            state["active_sum"] = ops.scalar_float(0.0)
             state["live_sum"] = ops.scalar_float(0.0)
-            state["prim_count"] = ops.scalar_int(0)
             if self.compaction is not None:  # block executions per bucket
                 state["compacted"] = ops.zeros((len(self.compaction.widths),), ops.index_dtype)
         return state
@@ -464,12 +468,11 @@ class StagedMachine:
             state["refill"] = self.refill.initial(pending)
         return state
 
-    def advance(self, s: dict, run_block) -> dict:
-        """One step: ``run_block`` on ``s``, and the step's bookkeeping around it."""
-        ops = self.ops
+    def advance(self, s: dict, run_block, block) -> dict:
+        """One step: ``run_block`` (which runs ``block``) on ``s``, and the step's
+        bookkeeping around it."""
         if self.profiling:
-            live = ops.count(s["pc"]["top"] < self.halt)
-            s = dict(s, live_sum=s["live_sum"] + ops.float(live))
+            s = self.tally(s, block)
         s = run_block(s)
         if self.refill is not None:
             s = self.refill.after_step(s)
@@ -517,14 +520,16 @@ class StagedMachine:
 
         def step(s):
             block = s["block"] - first
-            s = self.advance(s, lambda s: ops.switch(block, self.blocks[first:], s))
+            s = self.advance(
+                s, lambda s: ops.switch(block, self.blocks[first:], s), s["block"]
+            )
             return self.choose_next(s)
 
         # An empty batch has no block to run (and no minimum to take): its outputs
         # are the initial, empty values.
         empty = self.layout.batch_size == 0
         if self.prologue and not empty:
-            state = self.choose_next(self.advance(state, self.blocks[0]))
+            state = self.choose_next(self.advance(state, self.blocks[0], ops.scalar_int(0)))
         elif not empty:
             state = dict(state, block=self.first_block(live))
         final = state if empty else ops.while_loop(keep_going, step, state)
@@ -930,8 +935,13 @@ def _record(prof, program, staged, info, backend) -> None:
     if "compacted" in info:
         for width, n in zip(staged.compaction.widths, backend.to_host(info["compacted"])):
             prof.compacted_block_executions[width] += int(n)
-    prims = int(backend.to_host(info["prim_count"]))
-    prof.primitive_executions += prims
+    prims = np.array([_primitives_in(block) for block in program.graph.blocks])
+    prof.primitive_executions += int(np.dot(counts.astype(np.int64), prims))
     if batch:
-        prof.active_lane_sum += float(backend.to_host(info["active_sum"])) / batch
+        prof.active_lane_sum += float(np.dot(lanes.astype(np.float64), prims)) / batch
         prof.live_lane_sum += float(backend.to_host(info["live_sum"])) / batch
+
+
+def _primitives_in(block) -> int:
+    """The primitives one execution of ``block`` runs (copies are not primitives)."""
+    return sum(1 for op in block.instructions if isinstance(op, PrimOp) and not op.is_copy)
