@@ -273,6 +273,9 @@ class StagedMachine:
         self.ops = ops
         self.layout = Layout.of(program, batch_size, max_stack_depth)
         self.halt = len(program.graph)
+        # Without calls the only return is main's, to the halt: the program counter needs
+        # no stack (a stack to carry, and a gather per return, for XLA to compile).
+        self.calls = any(isinstance(b.terminator, PushGotoOp) for b in program.graph.blocks)
         self.profiling = profiling
         self.max_steps = max_steps
         self.blocks = [_Block(self, i) for i in range(self.halt)]
@@ -369,9 +372,9 @@ class StagedMachine:
             # Flagged with the block's other pushes, as the calling block: `_check` names
             # its callee.
             env.setdefault(OVERFLOWING, []).append(overflowing)
-        elif isinstance(term, IndirectGotoOp):
+        elif isinstance(term, IndirectGotoOp) and self.calls:
             pc = self.pop(pc, mask)
-        elif isinstance(term, HaltOp):
+        elif isinstance(term, (HaltOp, IndirectGotoOp)):  # a return from no call: main's
             pc = dict(pc, top=ops.where(mask, const(self.halt), pc["top"]))
         state = dict(state)
         state["pc"] = pc
@@ -413,15 +416,14 @@ class StagedMachine:
                     leaf["stack"] = ops.zeros((depth, b, *t.shape), t.dtype)
                     leaf["depth"] = ops.zeros((b,), ops.index_dtype)
                 variables[key] = leaf
-        pc = {
-            "top": ops.full_pc(b, 0),
-            "stack": ops.zeros((depth + 1, b), ops.index_dtype),
-            "depth": ops.full_pc(b, 1) if b else ops.zeros((b,), ops.index_dtype),
-        }
-        # The bottom of every program-counter stack is the exit: main's return halts.
-        pc["stack"] = ops.scatter_rows(
-            pc["stack"], ops.zeros((b,), ops.index_dtype), ops.full_pc(b, self.halt)
-        )
+        pc = {"top": ops.full_pc(b, 0)}
+        if self.calls:
+            pc["stack"] = ops.zeros((depth + 1, b), ops.index_dtype)
+            pc["depth"] = ops.full_pc(b, 1) if b else ops.zeros((b,), ops.index_dtype)
+            # The bottom of every program-counter stack is the exit: main's return halts.
+            pc["stack"] = ops.scatter_rows(
+                pc["stack"], ops.zeros((b,), ops.index_dtype), ops.full_pc(b, self.halt)
+            )
         state = {"pc": pc, "vars": variables}
         if self.counts_steps:
             state["steps"] = ops.scalar_int(0)
@@ -438,7 +440,8 @@ class StagedMachine:
     def blank_bytes(self) -> int:
         """The bytes of `blank_state`'s registers and stacks (what dominates it)."""
         layout, b = self.layout, self.layout.batch_size
-        total = (layout.max_stack_depth + 3) * b * np.dtype(self.ops.index_dtype).itemsize
+        pc_rows = layout.max_stack_depth + 3 if self.calls else 1
+        total = pc_rows * b * np.dtype(self.ops.index_dtype).itemsize
         for keys in layout.leaves.values():
             for key, t in keys:
                 rows = 1 + (layout.max_stack_depth if key in layout.full else 0)
@@ -605,8 +608,10 @@ def execute(
         share = count if sharding is None else sharding.shard_size(count)
         lanes = share if refill is None else min(_per_device(refill[0], sharding), share)
         refill_plan = None if refill is None else (share, min(refill[1], lanes))
+        # Renumbered where the policy's choice is a fixed order: no plan, no per-step cost.
+        ordered = program if refill is not None else policy.in_fixed_order(program)
         staged = StagedMachine(
-            program, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan
+            ordered, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan
         )
         check_memory(staged, backend)
         if sharding is None:
@@ -619,6 +624,7 @@ def execute(
         entry = Compiled(program, compiled, staged, blank)
         cache[key] = entry
     staged = entry.machine
+    program = staged.program  # its blocks numbered as the run numbers them
     with collector_paused() if fresh else contextlib.nullcontext(), _naming_depth(staged):
         outputs, info = entry.function(*entry.arguments(inputs))
     tracing = backend.is_tracing((outputs, info))  # inside the user's jit or tf.function
