@@ -342,13 +342,14 @@ class JaxBackend:
     def while_loop(self, cond, body, state):
         return lax.while_loop(cond, body, state)
 
-    def switch(self, index, branches, state):
-        """Runs ``branches[index]`` on ``state``, as ``block_choice`` says (`BLOCK_CHOICES`)."""
+    def switch(self, index, branches, state, offset: int = 0):
+        """Runs ``branches[index - offset]`` on ``state``, as ``block_choice`` says
+        (`BLOCK_CHOICES`)."""
         choice = self.block_choice or "loops"
         if choice == "switch":
-            return lax.switch(index, branches, state)
+            return lax.switch(index - offset if offset else index, branches, state)
         fan_out = len(branches) if choice == "flat" else 2
-        return base.guarded_switch(self, index, branches, state, fan_out=fan_out)
+        return base.guarded_switch(self, index, branches, state, fan_out=fan_out, offset=offset)
 
     def jit(self, function: Callable) -> Callable:
         return jax.jit(function)

@@ -522,11 +522,10 @@ class StagedMachine:
         first = 1 if self.prologue else 0
 
         def step(s):
-            block = s["block"] - first
-            s = self.advance(
-                s, lambda s: ops.switch(block, self.blocks[first:], s), s["block"]
-            )
-            return self.choose_next(s)
+            # The branches start at block ``first``: the dispatch's constants are offset
+            # by it rather than the block by a subtraction (a kernel for XLA).
+            dispatch = lambda s: ops.switch(s["block"], self.blocks[first:], s, offset=first)
+            return self.choose_next(self.advance(s, dispatch, s["block"]))
 
         # An empty batch has no block to run (and no minimum to take): its outputs
         # are the initial, empty values.
