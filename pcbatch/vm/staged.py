@@ -519,7 +519,10 @@ class StagedMachine:
                 going = going & (s["steps"] < self.max_steps)
             return going
 
-        first = 1 if self.prologue else 0
+        # Not where some lanes are padding (``live``, a sharded batch's): a shard of
+        # padding alone must run no step at all, and the prologue would count one.
+        prologue = self.prologue and live is None
+        first = 1 if prologue else 0
 
         def step(s):
             # The branches start at block ``first``: the dispatch's constants are offset
@@ -530,7 +533,7 @@ class StagedMachine:
         # An empty batch has no block to run (and no minimum to take): its outputs
         # are the initial, empty values.
         empty = self.layout.batch_size == 0
-        if self.prologue and not empty:
+        if prologue and not empty:
             state = self.choose_next(self.advance(state, self.blocks[0], ops.scalar_int(0)))
         elif not empty:
             state = dict(state, block=self.first_block(live))
