@@ -156,8 +156,9 @@ def guarded_switch(
     state: Any,
     fan_out: int = 2,
     narrow: bool = False,
+    offset: int = 0,
 ):
-    """Runs ``branches[index](state)`` as a tree of loops that run at most once.
+    """Runs ``branches[index - offset](state)`` as a tree of loops that run at most once.
 
     XLA gives every output of a conditional a buffer of its own, so a branch that
     passes a register through, or updates a stack in place, copies it. A while
@@ -173,6 +174,8 @@ def guarded_switch(
 
     With ``narrow``, the loop around a single branch carries only the branch's `Part` of
     the state (its ``part`` attribute, if it has one); the rest bypasses the loop.
+    ``offset`` is folded into the predicates' constants (an ``index - offset`` computed
+    first would cost XLA a kernel of its own).
     """
 
     def once(enter, branch: Callable, state):
@@ -192,7 +195,7 @@ def guarded_switch(
         parts = min(fan_out, hi - lo)
         bounds = [lo + (hi - lo) * j // parts for j in range(parts + 1)]
         for start, stop in zip(bounds, bounds[1:]):
-            enter = _within(ops, index, start, stop, lo, hi)
+            enter = _within(ops, index, start + offset, stop + offset, lo + offset, hi + offset)
             if stop - start == 1:  # a loop around one branch (which may carry a part)
                 state = once(enter, branches[start], state)
             else:

@@ -730,8 +730,8 @@ class TensorFlowBackend:
         finally:
             tracing.depth = depth
 
-    def switch(self, index, branches, state):
-        """Runs ``branches[index]`` on ``state``.
+    def switch(self, index, branches, state, offset: int = 0):
+        """Runs ``branches[index - offset]`` on ``state``.
 
         Under XLA: a flat row of loops that run at most once (`base.guarded_switch`),
         updated in place. ``tf.switch_case`` copies every part of the state a step
@@ -752,9 +752,10 @@ class TensorFlowBackend:
         step slower: a NUTS test took 21.2 s against 5.3 s).
         """
         if not self._under_xla or self.dispatch == "switch":
+            index = index - offset if offset else index
             return tf.switch_case(index, [lambda b=b: b(state) for b in branches])
         return base.guarded_switch(
-            self, index, branches, state, fan_out=len(branches), narrow=True
+            self, index, branches, state, fan_out=len(branches), narrow=True, offset=offset
         )
 
     def jit(self, function: Callable) -> Callable:

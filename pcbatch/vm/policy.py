@@ -34,7 +34,7 @@ import dataclasses
 
 import numpy as np
 
-from pcbatch.ir.nodes import IndirectGotoOp, PushGotoOp, is_sync_label
+from pcbatch.ir.nodes import ControlFlowGraph, IndirectGotoOp, PushGotoOp, is_sync_label
 
 DYNAMIC = ("most_threads",)
 #: steps a sync block with threads may be held back before it runs anyway
@@ -85,6 +85,8 @@ def plan_for(program, refill: bool = False) -> Plan | None:
     settled = recursive | (_start_only(reach) & (not refill))
     if settled.all() and not sync:
         return None  # most_threads keeps the lowest-pc order everywhere: no per-step cost
+    if not sync and not refill and _chained(arrivals, _start_only(reach), range(halt)):
+        return None  # most_threads runs the lowest pc (see `in_fixed_order`)
     exits = np.array(
         [
             refill
@@ -104,6 +106,48 @@ def plan_for(program, refill: bool = False) -> Plan | None:
         recursive,
         exits,
     )
+
+
+def in_fixed_order(program):
+    """``program`` with its blocks renumbered so that `most_threads` always runs the lowest
+    program counter, where it runs the blocks in one fixed order; else ``program``.
+
+    The order is fixed when threads at each block may still arrive at every later block
+    of the order, and never at an earlier one (a loop whose body is one block: threads
+    in the body may still arrive at the exit, so the body runs while it holds threads).
+    Of the blocks holding threads only the first in that order is then one no thread
+    can still arrive at, and `most_threads` runs it. Renumbered that way, the program
+    needs no plan (`plan_for`): a staged step takes the smallest program counter
+    instead of the policy's reductions, and runs the same blocks in the same order.
+    Main's entry stays block 0 (threads start there)."""
+    if getattr(program, "schedule", "lowest_pc") not in DYNAMIC:
+        return program
+    blocks = program.graph.blocks
+    if any(is_sync_label(b.label) for b in blocks):
+        return program
+    reach = _reachability(program)
+    arrivals = (reach & ~reach.T) | _reachability(program, forward_only=True)
+    start_only = _start_only(reach)
+    # In a fixed order, each block arrives at every block after it: sort by how many.
+    order = sorted(
+        range(len(blocks)), key=lambda b: (b != 0, not start_only[b], -arrivals[b].sum(), b)
+    )
+    if order == list(range(len(blocks))):
+        return program
+    if not _chained(arrivals[np.ix_(order, order)], start_only[order], range(len(blocks))):
+        return program
+    return program.replace(graph=ControlFlowGraph(tuple(blocks[b] for b in order)))
+
+
+def _chained(arrivals: np.ndarray, start_only: np.ndarray, blocks) -> bool:
+    """Whether, among the ``blocks`` (in order) that threads can reach after the start,
+    threads at each may still arrive at every later one and at no earlier one."""
+    held = [b for b in blocks if not start_only[b]]
+    for i, a in enumerate(held):
+        for b in held[i + 1 :]:
+            if not arrivals[a, b] or arrivals[b, a]:
+                return False
+    return True
 
 
 def entry_runs_once(program) -> bool:

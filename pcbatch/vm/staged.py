@@ -203,10 +203,6 @@ class _Block:
         state = m.terminate(state, self.index, env, mask, self.read)
         state = m.flag_overflow(state, env.get(OVERFLOWING, []), self.index)
         state = m.flag_rows(state, env.get(FAULTING, []), faulted_at(self.index, m.halt))
-        if m.profiling:
-            state = m.count(
-                state, self.index, mask, len(self.functions) - self.functions.count(None)
-            )
         self.check_part(before, state["vars"])
         return state
 
@@ -277,6 +273,9 @@ class StagedMachine:
         self.ops = ops
         self.layout = Layout.of(program, batch_size, max_stack_depth)
         self.halt = len(program.graph)
+        # Without calls the only return is main's, to the halt: the program counter needs
+        # no stack (a stack to carry, and a gather per return, for XLA to compile).
+        self.calls = any(isinstance(b.terminator, PushGotoOp) for b in program.graph.blocks)
         self.profiling = profiling
         self.max_steps = max_steps
         self.blocks = [_Block(self, i) for i in range(self.halt)]
@@ -373,23 +372,33 @@ class StagedMachine:
             # Flagged with the block's other pushes, as the calling block: `_check` names
             # its callee.
             env.setdefault(OVERFLOWING, []).append(overflowing)
-        elif isinstance(term, IndirectGotoOp):
+        elif isinstance(term, IndirectGotoOp) and self.calls:
             pc = self.pop(pc, mask)
-        elif isinstance(term, HaltOp):
+        elif isinstance(term, (HaltOp, IndirectGotoOp)):  # a return from no call: main's
             pc = dict(pc, top=ops.where(mask, const(self.halt), pc["top"]))
         state = dict(state)
         state["pc"] = pc
         return state
 
-    def count(self, state, index, mask, n_prims) -> dict:
+    def tally(self, s: dict, block) -> dict:
+        """``s`` with a profile's counters (`_record`) counting one step of ``block`` (the
+        step's chosen block: a traced scalar, or main's entry, 0, in the prologue): its
+        execution, its active threads, the live threads.
+
+        Once per step, outside the dispatch: counted inside each block, the same counts
+        cost every block kernels of its own for XLA to compile (NUTS: about 150 of its
+        700). The primitives a block ran are counted on the host, from these counts."""
         ops = self.ops
-        state = dict(state)
-        active = ops.count(mask)
-        state["block_counts"] = ops.add_at(state["block_counts"], index, 1)
-        state["block_lanes"] = ops.add_at(state["block_lanes"], index, active)
-        state["active_sum"] = state["active_sum"] + ops.float(active) * n_prims
-        state["prim_count"] = state["prim_count"] + n_prims
-        return state
+        pc = s["pc"]["top"]
+        active = ops.count(ops.equal(pc, block))
+        chosen = ops.equal(ops.arange(self.halt), block)
+        zero = ops.scalar_int(0)
+        return dict(
+            s,
+            block_counts=s["block_counts"] + ops.where(chosen, ops.scalar_int(1), zero),
+            block_lanes=s["block_lanes"] + ops.where(chosen, active, zero),
+            live_sum=s["live_sum"] + ops.float(ops.count(pc < self.halt)),
+        )
 
     # -- the loop -------------------------------------------------------------------
     def blank_state(self, ops=None) -> dict:
@@ -407,15 +416,14 @@ class StagedMachine:
                     leaf["stack"] = ops.zeros((depth, b, *t.shape), t.dtype)
                     leaf["depth"] = ops.zeros((b,), ops.index_dtype)
                 variables[key] = leaf
-        pc = {
-            "top": ops.full_pc(b, 0),
-            "stack": ops.zeros((depth + 1, b), ops.index_dtype),
-            "depth": ops.full_pc(b, 1) if b else ops.zeros((b,), ops.index_dtype),
-        }
-        # The bottom of every program-counter stack is the exit: main's return halts.
-        pc["stack"] = ops.scatter_rows(
-            pc["stack"], ops.zeros((b,), ops.index_dtype), ops.full_pc(b, self.halt)
-        )
+        pc = {"top": ops.full_pc(b, 0)}
+        if self.calls:
+            pc["stack"] = ops.zeros((depth + 1, b), ops.index_dtype)
+            pc["depth"] = ops.full_pc(b, 1) if b else ops.zeros((b,), ops.index_dtype)
+            # The bottom of every program-counter stack is the exit: main's return halts.
+            pc["stack"] = ops.scatter_rows(
+                pc["stack"], ops.zeros((b,), ops.index_dtype), ops.full_pc(b, self.halt)
+            )
         state = {"pc": pc, "vars": variables}
         if self.counts_steps:
             state["steps"] = ops.scalar_int(0)
@@ -424,9 +432,7 @@ class StagedMachine:
         if self.profiling:
             state["block_counts"] = ops.zeros((self.halt,), ops.index_dtype)
             state["block_lanes"] = ops.zeros((self.halt,), ops.index_dtype)
-            state["active_sum"] = ops.scalar_float(0.0)
             state["live_sum"] = ops.scalar_float(0.0)
-            state["prim_count"] = ops.scalar_int(0)
             if self.compaction is not None:  # block executions per bucket
                 state["compacted"] = ops.zeros((len(self.compaction.widths),), ops.index_dtype)
         return state
@@ -434,7 +440,8 @@ class StagedMachine:
     def blank_bytes(self) -> int:
         """The bytes of `blank_state`'s registers and stacks (what dominates it)."""
         layout, b = self.layout, self.layout.batch_size
-        total = (layout.max_stack_depth + 3) * b * np.dtype(self.ops.index_dtype).itemsize
+        pc_rows = layout.max_stack_depth + 3 if self.calls else 1
+        total = pc_rows * b * np.dtype(self.ops.index_dtype).itemsize
         for keys in layout.leaves.values():
             for key, t in keys:
                 rows = 1 + (layout.max_stack_depth if key in layout.full else 0)
@@ -464,12 +471,11 @@ class StagedMachine:
             state["refill"] = self.refill.initial(pending)
         return state
 
-    def advance(self, s: dict, run_block) -> dict:
-        """One step: ``run_block`` on ``s``, and the step's bookkeeping around it."""
-        ops = self.ops
+    def advance(self, s: dict, run_block, block) -> dict:
+        """One step: ``run_block`` (which runs ``block``) on ``s``, and the step's
+        bookkeeping around it."""
         if self.profiling:
-            live = ops.count(s["pc"]["top"] < self.halt)
-            s = dict(s, live_sum=s["live_sum"] + ops.float(live))
+            s = self.tally(s, block)
         s = run_block(s)
         if self.refill is not None:
             s = self.refill.after_step(s)
@@ -513,18 +519,22 @@ class StagedMachine:
                 going = going & (s["steps"] < self.max_steps)
             return going
 
-        first = 1 if self.prologue else 0
+        # Not where some lanes are padding (``live``, a sharded batch's): a shard of
+        # padding alone must run no step at all, and the prologue would count one.
+        prologue = self.prologue and live is None
+        first = 1 if prologue else 0
 
         def step(s):
-            block = s["block"] - first
-            s = self.advance(s, lambda s: ops.switch(block, self.blocks[first:], s))
-            return self.choose_next(s)
+            # The branches start at block ``first``: the dispatch's constants are offset
+            # by it rather than the block by a subtraction (a kernel for XLA).
+            dispatch = lambda s: ops.switch(s["block"], self.blocks[first:], s, offset=first)
+            return self.choose_next(self.advance(s, dispatch, s["block"]))
 
         # An empty batch has no block to run (and no minimum to take): its outputs
         # are the initial, empty values.
         empty = self.layout.batch_size == 0
-        if self.prologue and not empty:
-            state = self.choose_next(self.advance(state, self.blocks[0]))
+        if prologue and not empty:
+            state = self.choose_next(self.advance(state, self.blocks[0], ops.scalar_int(0)))
         elif not empty:
             state = dict(state, block=self.first_block(live))
         final = state if empty else ops.while_loop(keep_going, step, state)
@@ -600,8 +610,10 @@ def execute(
         share = count if sharding is None else sharding.shard_size(count)
         lanes = share if refill is None else min(_per_device(refill[0], sharding), share)
         refill_plan = None if refill is None else (share, min(refill[1], lanes))
+        # Renumbered where the policy's choice is a fixed order: no plan, no per-step cost.
+        ordered = program if refill is not None else policy.in_fixed_order(program)
         staged = StagedMachine(
-            program, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan
+            ordered, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan
         )
         check_memory(staged, backend)
         if sharding is None:
@@ -614,6 +626,7 @@ def execute(
         entry = Compiled(program, compiled, staged, blank)
         cache[key] = entry
     staged = entry.machine
+    program = staged.program  # its blocks numbered as the run numbers them
     with collector_paused() if fresh else contextlib.nullcontext(), _naming_depth(staged):
         outputs, info = entry.function(*entry.arguments(inputs))
     tracing = backend.is_tracing((outputs, info))  # inside the user's jit or tf.function
@@ -930,8 +943,13 @@ def _record(prof, program, staged, info, backend) -> None:
     if "compacted" in info:
         for width, n in zip(staged.compaction.widths, backend.to_host(info["compacted"])):
             prof.compacted_block_executions[width] += int(n)
-    prims = int(backend.to_host(info["prim_count"]))
-    prof.primitive_executions += prims
+    prims = np.array([_primitives_in(block) for block in program.graph.blocks])
+    prof.primitive_executions += int(np.dot(counts.astype(np.int64), prims))
     if batch:
-        prof.active_lane_sum += float(backend.to_host(info["active_sum"])) / batch
+        prof.active_lane_sum += float(np.dot(lanes.astype(np.float64), prims)) / batch
         prof.live_lane_sum += float(backend.to_host(info["live_sum"])) / batch
+
+
+def _primitives_in(block) -> int:
+    """The primitives one execution of ``block`` runs (copies are not primitives)."""
+    return sum(1 for op in block.instructions if isinstance(op, PrimOp) and not op.is_copy)

@@ -99,10 +99,10 @@ class StagedRefill:
             if key in layout.full:
                 leaf = dict(leaf, depth=ops.where(take, 0, leaf["depth"]))
             state["vars"][key] = leaf
-        pc = state["pc"]
-        state["pc"] = dict(
-            pc, top=ops.where(take, 0, pc["top"]), depth=ops.where(take, 1, pc["depth"])
-        )
+        pc = dict(state["pc"], top=ops.where(take, 0, state["pc"]["top"]))
+        if "depth" in pc:  # a program without calls has no program-counter stack
+            pc["depth"] = ops.where(take, 1, pc["depth"])
+        state["pc"] = pc
         return state
 
     def outputs(self, final: dict) -> list:
