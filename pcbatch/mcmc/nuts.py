@@ -331,8 +331,8 @@ def sample(
     return _sample(
         target_log_prob_fn,
         initial_state,
-        num_samples=num_samples,
-        num_warmup=num_warmup,
+        num_samples=int(num_samples),
+        num_warmup=int(num_warmup),
         step_size=step_size,
         max_tree_depth=max_tree_depth,
         seed=seed,
@@ -1222,12 +1222,21 @@ class NoUTurnSampler:
     """A TFP-style transition kernel on the same batched program: one draw per `one_step`.
 
     ``bootstrap_results(state)`` starts the kernel's bookkeeping (``state`` as
-    `sample`'s ``initial_state``, structures included; ``data`` as `sample`'s);
-    ``one_step(state, results)`` returns ``(next_state, results)`` where ``results``
-    holds the step's `NutsResult` (``last``) and the draw counter, so successive steps
-    use fresh random streams. A step does not adapt: it samples at ``step_size``
-    (``sample(..., num_warmup=0)``). Use `sample` for many draws: it batches across
-    draws too, and adapts with ``num_warmup``.
+    `sample`'s ``initial_state``, structures included; ``data``, ``data_chain_axis``,
+    ``transforms`` and ``inverse_mass`` as `sample`'s); ``one_step(state, results)``
+    returns ``(next_state, results)`` where ``results`` holds the step's `NutsResult`
+    (``last``) and the draw counter, so successive steps use fresh random streams. A
+    step does not adapt: it samples at ``step_size`` and ``inverse_mass``
+    (``sample(..., num_warmup=0)``), so steps from the state each returned draw what
+    one ``sample`` with ``num_warmup=0`` draws. Use `sample` for many draws: it batches
+    across draws too, and adapts with ``num_warmup``.
+
+    With ``transforms`` the state is constrained, as `sample`'s: a step given back the
+    very arrays the last step returned continues from the unconstrained position it
+    kept (no round trip through the constrained space, which could round a simplex
+    entry to 0 and leave the support); a state of other arrays (changed between
+    steps, say) starts from their unconstrained values. NumPy arrays a step returns
+    are read-only, so that a change makes new arrays.
     """
 
     def __init__(
@@ -1240,6 +1249,8 @@ class NoUTurnSampler:
         value_and_grad: Callable[..., Any] | None = None,
         data: Any = None,
         data_chain_axis: ChainAxis = False,
+        transforms: Any = None,
+        inverse_mass: Any = None,
     ) -> None:
         self.target_log_prob_fn = target_log_prob_fn
         self.step_size = step_size
@@ -1248,6 +1259,8 @@ class NoUTurnSampler:
         self.value_and_grad = value_and_grad
         self.data = data
         self.data_chain_axis = data_chain_axis
+        self.transforms = transforms
+        self.inverse_mass = inverse_mass
 
     @property
     def is_calibrated(self) -> bool:
@@ -1259,9 +1272,11 @@ class NoUTurnSampler:
     def one_step(
         self, current_state: Any, previous_kernel_results: KernelResults
     ) -> tuple[Any, KernelResults]:
+        previous = previous_kernel_results
+        kept = previous.kept_state_for(current_state)
         result = _sample(
             self.target_log_prob_fn,
-            current_state,
+            current_state if kept is None else kept,
             num_samples=1,
             num_warmup=0,  # a kernel step does not adapt
             step_size=self.step_size,
@@ -1271,24 +1286,63 @@ class NoUTurnSampler:
             value_and_grad=self.value_and_grad,
             data=self.data,
             data_chain_axis=self.data_chain_axis,
+            # A kept state has its transforms and knows its draw counter.
+            transforms=self.transforms if kept is None else None,
+            inverse_mass=self.inverse_mass,
+            adapt_mass="off",  # nothing adapts; a dense inverse_mass stays dense
             target_accept_prob=0.8,
             first_chain=0,
-            first_draw=previous_kernel_results.draw,
+            first_draw=previous.draw if kept is None else 0,
             schedule="returns_first",
             progress_bar=False,  # one draw per call: nothing to watch
             draws_per_call=1,  # its own program: a buffer of one draw
         )
-        next_results = KernelResults(draw=previous_kernel_results.draw + 1, last=result)
-        samples = result.samples
-        if not structure.is_structured(samples):
-            return samples[0], next_results
-        leaves, node = structure.flatten(samples)
-        return node.unflatten([leaf[0] for leaf in leaves]), next_results
+        next_state = _read_only(_first_draw(result.samples))
+        return next_state, KernelResults(previous.draw + 1, result, next_state)
+
+
+def _first_draw(samples: Any) -> Any:
+    """Draw 0 of ``samples`` (``[draws, chains, ...]`` per leaf), in their structure."""
+    if not structure.is_structured(samples):
+        return samples[0]
+    leaves, node = structure.flatten(samples)
+    return node.unflatten([leaf[0] for leaf in leaves])
+
+
+def _read_only(state: Any) -> Any:
+    """``state`` with its NumPy leaves made read-only (views: the draws stay writable)."""
+    for leaf in _leaves_of(state):
+        if isinstance(leaf, np.ndarray):
+            leaf.flags.writeable = False
+    return state
+
+
+def _leaves_of(state: Any) -> list[Any]:
+    if not structure.is_structured(state):
+        return [state]
+    leaves: list[Any] = structure.flatten(state)[0]
+    return leaves
 
 
 @dataclasses.dataclass(frozen=True)
 class KernelResults:
-    """`NoUTurnSampler` bookkeeping: the next draw counter and the last step's result."""
+    """`NoUTurnSampler` bookkeeping: the next draw counter, the last step's result, and
+    the state that step returned."""
 
     draw: int
     last: NutsResult | None
+    returned: Any = None
+
+    def kept_state_for(self, state: Any) -> AdaptedState | None:
+        """The last step's `AdaptedState` where ``state`` is the very state it returned
+        (the same arrays, leaf for leaf), else None: ``state`` starts anew."""
+        if self.last is None or self.last.state is None or self.returned is None:
+            return None
+        returned, given = _leaves_of(self.returned), _leaves_of(state)
+        if len(returned) != len(given) or any(a is not b for a, b in zip(returned, given)):
+            return None
+        if structure.is_structured(state) and (
+            structure.flatten(state)[1] != structure.flatten(self.returned)[1]
+        ):
+            return None
+        return self.last.state
