@@ -39,15 +39,17 @@ Constrained leaves take a transform (`pcbatch.mcmc.transforms`, applied by
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import operator
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pcbatch import callbacks, profiling
+from pcbatch import callbacks, errors, profiling
 from pcbatch.mcmc import (
     adapted,
     arviz_data,
@@ -331,8 +333,8 @@ def sample(
     return _sample(
         target_log_prob_fn,
         initial_state,
-        num_samples=int(num_samples),
-        num_warmup=int(num_warmup),
+        num_samples=num_samples,
+        num_warmup=num_warmup,
         step_size=step_size,
         max_tree_depth=max_tree_depth,
         seed=seed,
@@ -387,14 +389,16 @@ def _sample(
     Three steps: `_prepare` checks the inputs and turns them into the program's
     (`_Run`), `_execute` calls the program until every draw is done (`_Ran`), and
     `_result` gives the draws back in the user's structure and constrained space."""
+    num_samples, num_warmup = _count(num_samples, "num_samples"), _count(num_warmup, "num_warmup")
+    max_tree_depth = _count(max_tree_depth, "max_tree_depth")
     _check_arguments(max(num_samples, int(warmup_only)), num_warmup, max_tree_depth)
     thin, jitter = adapted.check_thin(thin), adapted.check_jitter(jitter)
     adapt_mass = adapted.check_adapt_mass(adapt_mass)
     run = _prepare(
         target_log_prob_fn,
         initial_state,
-        num_samples=int(num_samples),
-        num_warmup=int(num_warmup),
+        num_samples=num_samples,
+        num_warmup=num_warmup,
         step_size=step_size,
         max_tree_depth=max_tree_depth,
         seed=seed,
@@ -675,7 +679,7 @@ class _Ran:
 def _execute(run: _Run) -> _Ran:
     """Runs the program calls `_call_loop` plans, counting their work and time."""
     clock = time.perf_counter()
-    with profiling.profile() as prof, progress.showing(run.bar):
+    with profiling.profile() as prof, progress.showing(run.bar), _user_shape_errors():
         calls, state, done = _call_loop(run)
     if run.traced:
         return _Ran(calls, state, done, None, None, None)
@@ -687,6 +691,21 @@ def _execute(run: _Run) -> _Ran:
         prof.primitive_lanes[program.GRADIENT_LABEL],
         time.perf_counter() - clock,
     )
+
+
+@contextlib.contextmanager
+def _user_shape_errors() -> Iterator[None]:
+    """Raises a log density or gradient of the wrong shape as the clear error it is,
+    not as the pcbatch type-inference error it causes while the program compiles."""
+    try:
+        yield
+    except errors.TypeInferenceError as error:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, gradients.LogDensityShapeError):
+            cause = cause.__cause__
+        if cause is None:
+            raise
+        raise gradients.LogDensityShapeError(str(cause)) from None
 
 
 def _call_loop(run: _Run) -> tuple[list[tuple[int, list[Any]]], Any, int]:
@@ -1180,18 +1199,35 @@ def _step_sizes(step_size: Any, dtype: Any, num_chains: int) -> np.ndarray[Any, 
 
 
 def _check_arguments(num_samples: int, num_warmup: int, max_tree_depth: int) -> None:
-    if int(num_samples) < 1:
-        raise ValueError(f"num_samples must be at least 1, got {num_samples}")
-    if int(num_warmup) < 0:
-        raise ValueError(f"num_warmup must be at least 0, got {num_warmup}")
-    if int(num_samples) + int(num_warmup) >= 2**31:
+    if num_samples < 1:
         raise ValueError(
-            f"num_warmup + num_samples must be below 2**31, got {num_warmup} + {num_samples}"
+            f"nuts.sample: num_samples must be at least 1, got {num_samples} (nuts.warmup "
+            "runs a warmup alone)"
         )
-    if not 1 <= int(max_tree_depth) <= MAX_SUPPORTED_TREE_DEPTH:
+    if num_warmup < 0:
+        raise ValueError(f"nuts.sample: num_warmup must be at least 0, got {num_warmup}")
+    if num_samples + num_warmup >= 2**31:
         raise ValueError(
-            f"max_tree_depth must be in [1, {MAX_SUPPORTED_TREE_DEPTH}], got {max_tree_depth}"
+            "nuts.sample: num_warmup + num_samples must be below 2**31, got "
+            f"{num_warmup} + {num_samples}"
         )
+    if not 1 <= max_tree_depth <= MAX_SUPPORTED_TREE_DEPTH:
+        raise ValueError(
+            f"nuts.sample: max_tree_depth must be in [1, {MAX_SUPPORTED_TREE_DEPTH}], got "
+            f"{max_tree_depth}"
+        )
+
+
+def _count(value: Any, name: str) -> int:
+    """``value`` as an int: an integer, or a float with an integer value (``1e3``); a
+    fraction is an error rather than a count silently rounded down."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+    raise TypeError(f"nuts.sample: {name} must be an integer, got {value!r}")
 
 
 @functools.lru_cache(maxsize=32)
