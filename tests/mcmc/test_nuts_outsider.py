@@ -134,33 +134,62 @@ def test_structured_transforms_sample_inside_tf_function():
 # -- dense adaptation, warmup saved, ArviZ ----------------------------------------------
 
 
+PRECISION = np.array([[2.0, 0.9, 0.3], [0.9, 1.0, 0.2], [0.3, 0.2, 0.5]])
+
+
+def _dense_target(backend_name: str):
+    """A correlated Gaussian over {"a": [2], "b": []}: a dense metric's model (NumPy:
+    its value_and_grad)."""
+    if backend_name == "numpy":
+
+        def value_and_grad(params):
+            x = np.concatenate([params["a"], params["b"][None]])
+            grad = -PRECISION @ x
+            return -0.5 * x @ PRECISION @ x, {"a": grad[:2], "b": grad[2]}
+
+        return value_and_grad
+    if backend_name == "jax":
+        import jax.numpy as jnp
+
+        def log_prob(params):
+            x = jnp.concatenate([params["a"], params["b"][None]])
+            return -0.5 * x @ jnp.asarray(PRECISION) @ x
+
+        return log_prob
+    import tensorflow as tf
+
+    def tf_log_prob(params):
+        x = tf.concat([params["a"], params["b"][None]], 0)
+        return -0.5 * tf.reduce_sum(x * tf.linalg.matvec(tf.constant(PRECISION, x.dtype), x))
+
+    return tf_log_prob
+
+
 def _dense_run(backend_name: str, **options):
-    """A correlated Gaussian over {"a": [2], "b": []}: a dense metric's model."""
-    precision = np.array([[2.0, 0.9, 0.3], [0.9, 1.0, 0.2], [0.3, 0.2, 0.5]])
-
-    def value_and_grad(params):
-        x = np.concatenate([params["a"], params["b"][None]])
-        grad = -precision @ x
-        return -0.5 * x @ precision @ x, {"a": grad[:2], "b": grad[2]}
-
-    start = {"a": np.zeros((3, 2)), "b": np.zeros(3)}
+    start = _as(backend_name, {"a": np.zeros((3, 2)), "b": np.zeros(3)})
     settings = dict(num_samples=10, num_warmup=30, seed=6, max_tree_depth=4,
                     adapt_mass="dense", progress_bar=False)  # fmt: skip
     settings.update(options)
-    return nuts.sample(None, start, value_and_grad=value_and_grad, **settings)
+    target = _dense_target(backend_name)
+    if backend_name == "numpy":
+        return nuts.sample(None, start, value_and_grad=target, **settings)
+    return nuts.sample(target, start, **settings)
 
 
-def test_dense_adaptation_with_the_warmup_saved_goes_to_arviz():
+@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+def test_dense_adaptation_with_the_warmup_saved_goes_to_arviz(backend_name):
     az = pytest.importorskip("arviz")
-    result = _dense_run("numpy", save_warmup=True)
+    result = _dense_run(backend_name, save_warmup=True)
     assert result.inverse_mass.shape == (3, 3, 3)  # dense: [chains, size, size]
     warmup = result.warmup_draws
-    assert warmup.samples["a"].shape == (30, 3, 2) and warmup.samples["b"].shape == (30, 3)
+    assert np.asarray(warmup.samples["a"]).shape == (30, 3, 2)
+    assert np.asarray(warmup.samples["b"]).shape == (30, 3)
     assert warmup.energy.shape == warmup.step_size.shape == (30, 3)
     # Saving the warmup changes no kept draw.
-    unsaved = _dense_run("numpy")
+    unsaved = _dense_run(backend_name)
     for name in ("a", "b"):
-        np.testing.assert_array_equal(result.samples[name], unsaved.samples[name])
+        np.testing.assert_array_equal(np.asarray(result.samples[name]),
+                                      np.asarray(unsaved.samples[name]))  # fmt: skip
     np.testing.assert_array_equal(result.inverse_mass, unsaved.inverse_mass)
     data = result.to_arviz()
     for group in ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats"):
@@ -168,7 +197,8 @@ def test_dense_adaptation_with_the_warmup_saved_goes_to_arviz():
     assert data.posterior["a"].shape == (3, 10, 2) and data.posterior["b"].shape == (3, 10)
     assert data.warmup_posterior["a"].shape == (3, 30, 2)
     assert data.warmup_sample_stats["energy"].shape == (3, 30)
-    np.testing.assert_array_equal(data.warmup_posterior["b"].values, warmup.samples["b"].T)
+    np.testing.assert_array_equal(data.warmup_posterior["b"].values,
+                                  np.asarray(warmup.samples["b"]).T)  # fmt: skip
     assert np.all(np.isfinite(az.bfmi(data)))
 
 
