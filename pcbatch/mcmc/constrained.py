@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pcbatch.backends.batched_array import vectorize
-from pcbatch.mcmc import gradients, structure
+from pcbatch.mcmc import gradients, structure, tracing
 from pcbatch.mcmc.transforms import Transform
 
 
@@ -67,8 +67,13 @@ class Constraints:
                 continue
             with np.errstate(divide="ignore", invalid="ignore"):  # reported below
                 free = _per_example(transform.inverse, leaf, 1)
-            finite = np.isfinite(gradients.to_numpy(free)).reshape(int(free.shape[0]), -1)
-            finite = finite.all(axis=1)
+            if tracing.is_traced(free):
+                # Inside jax.jit or tf.function the values are not known yet: a start
+                # outside the support gives non-finite draws instead of this error.
+                leaves.append(free)
+                continue
+            finite = np.isfinite(gradients.to_numpy(free))
+            finite = finite.reshape(int(free.shape[0]), -1).all(axis=1)
             if not finite.all():
                 what = "initial_state" if name == "" else f"initial_state[{name!r}]"
                 chains = np.flatnonzero(~finite)[:10].tolist()

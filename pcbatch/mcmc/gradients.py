@@ -129,6 +129,37 @@ def _call(function: Callable, params, data_leaves, data):
     return function(params, data.unflatten(data_leaves))
 
 
+class LogDensityShapeError(ValueError):
+    """The user's function returned a log density (or gradient) of the wrong shape.
+
+    Raised while the sampler's program is compiled, inside pcbatch's type inference;
+    `nuts.sample` raises it as it is, not wrapped in pcbatch's `TypeInferenceError`.
+    """
+
+
+def _scalar(value, who: str):
+    """``value``, checked to be a scalar: ONE state's log density."""
+    shape = tuple(int(d) for d in getattr(value, "shape", ()))
+    if shape:
+        advice = "take its element ([0])" if shape == (1,) else "sum its terms"
+        raise LogDensityShapeError(
+            f"nuts.sample: {who} returned a log density of shape {shape} for ONE state; it "
+            f"must be a scalar: {advice}"
+        )
+    return value
+
+
+def _state_shaped(grad, q):
+    """``grad``, checked to have the state's shape (or to be a number for all of it)."""
+    shape, wanted = tuple(getattr(grad, "shape", ())), tuple(q.shape)
+    if shape and shape != wanted:
+        raise LogDensityShapeError(
+            f"nuts.sample: value_and_grad returned a gradient of shape {shape} for ONE state "
+            f"of shape {wanted}; it must have the state's shape"
+        )
+    return grad
+
+
 @functools.lru_cache(maxsize=32)
 def _given(value_and_grad: Callable, layout, data) -> Callable:
     """The user's own ``value_and_grad``; with a structured state it takes and returns
@@ -136,12 +167,14 @@ def _given(value_and_grad: Callable, layout, data) -> Callable:
     if layout is None:
 
         def plain(q, data_leaves):
-            return _call(value_and_grad, q, data_leaves, data)
+            logp, grad = _call(value_and_grad, q, data_leaves, data)
+            return _scalar(logp, "value_and_grad"), _state_shaped(grad, q)
 
         return plain
 
     def structured(q, data_leaves):
         logp, grad = _call(value_and_grad, layout.unflatten(q), data_leaves, data)
+        logp = _scalar(logp, "value_and_grad")
         flat = layout.flatten(grad, "value_and_grad's gradient", dtype=q.dtype)
         return logp, flat.astype(q.dtype) if flat.dtype != q.dtype else flat
 
@@ -154,7 +187,7 @@ def _jax_value_and_grad(target: Callable, layout, data) -> Callable:
 
     def log_prob(q, data_leaves):
         params = q if layout is None else layout.unflatten(q)
-        return _call(target, params, data_leaves, data)
+        return _scalar(_call(target, params, data_leaves, data), "target_log_prob_fn")
 
     gradient = jax.value_and_grad(log_prob)
 
@@ -174,7 +207,7 @@ def _tf_value_and_grad(target: Callable, layout, data) -> Callable:
         with tf.GradientTape() as tape:
             tape.watch(q)
             params = q if layout is None else layout.unflatten(q, reshape=tf.reshape)
-            value = _call(target, params, data_leaves, data)
+            value = _scalar(_call(target, params, data_leaves, data), "target_log_prob_fn")
         return value, tape.gradient(value, q)
 
     return value_and_grad

@@ -39,15 +39,17 @@ Constrained leaves take a transform (`pcbatch.mcmc.transforms`, applied by
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import operator
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pcbatch import callbacks, profiling
+from pcbatch import callbacks, errors, profiling
 from pcbatch.mcmc import (
     adapted,
     arviz_data,
@@ -384,91 +386,265 @@ def _sample(
     warmup_only: bool = False,
 ) -> NutsResult:
     """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`);
-    ``warmup_only``: run the warmup and no draw (`warmup`)."""
+    ``warmup_only``: run the warmup and no draw (`warmup`).
+
+    Three steps: `_prepare` checks the inputs and turns them into the program's
+    (`_Run`), `_execute` calls the program until every draw is done (`_Ran`), and
+    `_result` gives the draws back in the user's structure and constrained space."""
+    num_samples, num_warmup = _count(num_samples, "num_samples"), _count(num_warmup, "num_warmup")
+    max_tree_depth = _count(max_tree_depth, "max_tree_depth")
     _check_arguments(max(num_samples, int(warmup_only)), num_warmup, max_tree_depth)
-    num_samples, num_warmup = int(num_samples), int(num_warmup)
     thin, jitter = adapted.check_thin(thin), adapted.check_jitter(jitter)
     adapt_mass = adapted.check_adapt_mass(adapt_mass)
-    run_draws = num_warmup + num_samples * thin  # this call's, for the progress bar
-    resumed = initial_state if isinstance(initial_state, AdaptedState) else None
-    if resumed is not None:
-        _check_resuming(resumed, num_warmup, transforms, first_chain, first_draw, jitter)
-        constraints, layout = resumed.constraints, resumed.layout
-        initial_state, first_chain = resumed.chain_state.q, resumed.first_chain
-    else:
-        constraints = constrained.build(transforms, initial_state)
-        if constraints is not None:
-            initial_state = constraints.unconstrain(initial_state)
-        layout = None
-        if structure.is_structured(initial_state):
-            initial_state, layout = _flat_state(initial_state, backend)
-        else:
-            initial_state = _float_state(initial_state, backend)
-    dense = resumed.dense if resumed is not None else _wants_dense(
-        initial_state, layout, inverse_mass, adapt_mass
+    run = _prepare(
+        target_log_prob_fn,
+        initial_state,
+        num_samples=num_samples,
+        num_warmup=num_warmup,
+        step_size=step_size,
+        max_tree_depth=max_tree_depth,
+        seed=seed,
+        backend=backend,
+        value_and_grad=value_and_grad,
+        data=data,
+        data_chain_axis=data_chain_axis,
+        transforms=transforms,
+        inverse_mass=inverse_mass,
+        adapt_mass=adapt_mass,
+        thin=thin,
+        jitter=jitter,
+        target_accept_prob=target_accept_prob,
+        first_chain=first_chain,
+        first_draw=first_draw,
+        schedule=schedule,
+        progress_bar=progress_bar,
+        save_warmup=save_warmup,
+        draws_per_call=draws_per_call,
     )
-    if dense and layout is None and len(initial_state.shape) != 2:
-        # A dense metric works on one vector per chain: a state of any other shape goes
-        # flat, as a structure with one leaf.
-        layout = structure.Layout(structure.Node("leaf"), (tuple(initial_state.shape[1:]),))
-        initial_state = _reshape_for(initial_state)(initial_state, (initial_state.shape[0], -1))
-    if constraints is not None:
-        if value_and_grad is not None:
-            value_and_grad = constrained.value_and_grad(value_and_grad, constraints)
-        elif target_log_prob_fn is not None:
-            target_log_prob_fn = constrained.target(target_log_prob_fn, constraints)
-    dtype = gradients.dtype_of(initial_state)
-    library = _library(initial_state, backend)
-    if library == "jax":
-        _register_with_jax()
-    if library == "jax":  # the dtype JAX runs it in (float32 without jax_enable_x64)
-        import jax
+    return _result(run, _execute(run))
 
-        dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
-    num_chains = int(initial_state.shape[0])
+
+# -- preparing a run ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Start:
+    """The chains' unconstrained start as the program takes it (``[chains, *event_shape]``),
+    what gives draws back in the user's form (``layout`` of a structured state,
+    ``constraints`` of its transforms), whether the metric is dense, and the
+    `AdaptedState` the run continues (None: a new run)."""
+
+    q: Any
+    layout: structure.Layout | None
+    constraints: constrained.Constraints | None
+    dense: bool
+    resumed: AdaptedState | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Position:
+    """Where in its run a call starts: the run's first chain index and first draw counter,
+    the draws already done (a continued run's; warmup included) and the run's warmup."""
+
+    first_chain: int
+    first_draw: int
+    done: int
+    num_warmup: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """One `_sample` call, ready to run: the compiled program with its inputs besides the
+    chain state (data leaves, seeds, chain indices, draw counters) and options, the
+    chains' first state, which draws to run and keep, and what `_result` needs."""
+
+    run_chain: BatchedFunction
+    inputs: tuple[Any, ...]
+    options: dict[str, Any]
+    state: Any  # warmup.ChainState of the backend's arrays
+    capacity: int  # the program's draw buffer
+    event_shape: tuple[int, ...]
+    adapt_mass: bool
+    position: _Position
+    saved_warmup: int  # warmup draws this call runs and keeps (``save_warmup``)
+    num_draws: int  # draws after the warmup, ``num_samples * thin``
+    thin: int
+    start: _Start
+    seed: Any
+    traced: bool
+    bar: progress.DrawProgress | progress.LineProgress | None
+
+
+def _prepare(
+    target_log_prob_fn: Callable[..., Any] | None,
+    initial_state: Any,
+    *,
+    num_samples: int,
+    num_warmup: int,
+    step_size: Any,
+    max_tree_depth: int,
+    seed: Any,
+    backend: Any,
+    value_and_grad: Callable[..., Any] | None,
+    data: Any,
+    data_chain_axis: ChainAxis,
+    transforms: Any,
+    inverse_mass: Any,
+    adapt_mass: str,
+    thin: int,
+    jitter: float,
+    target_accept_prob: float,
+    first_chain: int,
+    first_draw: int,
+    schedule: str,
+    progress_bar: bool | None,
+    save_warmup: bool,
+    draws_per_call: int | None,
+) -> _Run:
+    """`_sample`'s inputs checked and turned into the program's (see `_Run`)."""
+    start = _start_of(initial_state, backend, transforms, inverse_mass, adapt_mass)
+    position = _Position(first_chain, first_draw, 0, num_warmup)
+    if start.resumed is not None:
+        _check_resuming(start.resumed, num_warmup, transforms, first_chain, first_draw, jitter)
+        position = _resumed_position(start.resumed)
+    dtype, library = _run_dtype(start.q, backend)
+    num_chains = int(start.q.shape[0])
     data_leaves, data_node = _data_leaves(data, data_chain_axis, num_chains, dtype, library)
-    value_and_grad = gradients.value_and_grad_for(
-        target_log_prob_fn, value_and_grad, initial_state, backend, layout=layout, data=data_node
-    )
+    gradient = _gradient(target_log_prob_fn, value_and_grad, start, backend, data_node)
     word = tracing.seed_word(seed, library)
-    traced = tracing.is_traced(initial_state, data_leaves, word)
+    traced = tracing.is_traced(start.q, data_leaves, word)
     # Traced, the run happens after this call returns: no bar could follow it.
     show_progress = progress.wanted(progress_bar) and not traced
     # Under TensorFlow's XLA (the default for tensors) no callback can run: the bar
     # fills at the end, and the program is the one without a callback.
     counts_live = show_progress and callbacks.supported_on(
-        backend if backend is not None else _default_backend(initial_state)
+        backend if backend is not None else _default_backend(start.q)
     )
-    q = _on_backend(initial_state, backend)
+    q = _on_backend(start.q, backend)
     event_shape = tuple(int(d) for d in q.shape[1:])
     capacity = draws_per_call or _draws_per_call(num_chains, event_shape, dtype)
     run_chain = _compiled(
-        value_and_grad,
-        capacity,
-        max_tree_depth,
-        event_shape,
-        float(target_accept_prob),
-        counts_live,
+        gradient, capacity, max_tree_depth, event_shape, float(target_accept_prob), counts_live
     )
-    size = int(np.prod(event_shape, dtype=np.int64))
+    state = _first_state(
+        start, q, step_size, inverse_mass, jitter, word, position.first_chain, dtype
+    )
+    chains = np.arange(position.first_chain, position.first_chain + num_chains, dtype=np.uint32)
+    draws = np.full(num_chains, np.uint32(position.first_draw))
+    seeds = tracing.chain_seeds(word, num_chains, library)
+    options = _run_options(max_tree_depth, schedule, backend, traced, library)
+    bar = None
+    if show_progress:
+        bar = progress.new_bar(
+            num_chains * (num_warmup + num_samples * thin),  # this call's draws
+            description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
+        )
+    # The warmup draws this call runs (none when it continues a run), and of them those
+    # the draw buffer keeps: with ``save_warmup`` the warmup runs through the buffer.
+    saved = max(position.num_warmup - position.done, 0) if save_warmup else 0
+    return _Run(
+        run_chain, (data_leaves, seeds, chains, draws), options, state, capacity,
+        event_shape, adapt_mass != "off", position, saved, num_samples * thin, thin,
+        start, seed, traced, bar,
+    )  # fmt: skip
+
+
+def _start_of(
+    initial_state: Any, backend: Any, transforms: Any, inverse_mass: Any, adapt_mass: str
+) -> _Start:
+    """``initial_state`` (or the `AdaptedState` it is) as the program's unconstrained start."""
+    if isinstance(initial_state, AdaptedState):
+        resumed = initial_state
+        return _Start(
+            resumed.chain_state.q, resumed.layout, resumed.constraints, resumed.dense, resumed
+        )
+    constraints = constrained.build(transforms, initial_state)
+    if constraints is not None:
+        initial_state = constraints.unconstrain(initial_state)
+    layout = None
+    if structure.is_structured(initial_state):
+        q, layout = _flat_state(initial_state, backend)
+    else:
+        q = _float_state(initial_state, backend)
+    dense = _wants_dense(q, layout, inverse_mass, adapt_mass)
+    if dense and layout is None and len(q.shape) != 2:
+        # A dense metric works on one vector per chain: a state of any other shape goes
+        # flat, as a structure with one leaf.
+        layout = structure.Layout(structure.Node("leaf"), (tuple(q.shape[1:]),))
+        q = _reshape_for(q)(q, (q.shape[0], -1))
+    return _Start(q, layout, constraints, dense)
+
+
+def _resumed_position(resumed: AdaptedState) -> _Position:
+    """The run goes on: its warmup is over, its draws counted from its first draw."""
+    return _Position(
+        resumed.first_chain, resumed.first_draw, resumed.draws_done, resumed.num_warmup
+    )
+
+
+def _run_dtype(q: Any, backend: Any) -> tuple[np.dtype[Any], str]:
+    """The dtype the program runs in, and the array library that runs it."""
+    dtype = gradients.dtype_of(q)
+    library = _library(q, backend)
+    if library == "jax":
+        _register_with_jax()
+        import jax
+
+        # The dtype JAX runs it in (float32 without jax_enable_x64).
+        dtype = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    return dtype, library
+
+
+def _gradient(
+    target_log_prob_fn: Callable[..., Any] | None,
+    value_and_grad: Callable[..., Any] | None,
+    start: _Start,
+    backend: Any,
+    data_node: structure.Node | None,
+) -> Callable[..., Any]:
+    """The program's ``(q, data) -> (log density, gradient)`` of the unconstrained state."""
+    if start.constraints is not None:
+        if value_and_grad is not None:
+            value_and_grad = constrained.value_and_grad(value_and_grad, start.constraints)
+        elif target_log_prob_fn is not None:
+            target_log_prob_fn = constrained.target(target_log_prob_fn, start.constraints)
+    return gradients.value_and_grad_for(
+        target_log_prob_fn, value_and_grad, start.q, backend, layout=start.layout, data=data_node
+    )
+
+
+def _first_state(
+    start: _Start,
+    q: Any,
+    step_size: Any,
+    inverse_mass: Any,
+    jitter: float,
+    word: Any,
+    first_chain: int,
+    dtype: np.dtype[Any],
+) -> Any:
+    """The chains' `warmup.ChainState` before the call's first draw: a continued run's
+    (with ``step_size`` and ``inverse_mass`` in place of the adapted ones when given), or
+    a new run's at ``q`` (moved by ``jitter``)."""
+    num_chains = int(q.shape[0])
+    size = int(np.prod(tuple(q.shape[1:]), dtype=np.int64))
     steps = None if step_size is None else _step_sizes(step_size, dtype, num_chains)
     inv_mass = None
     if inverse_mass is not None:
-        inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, dense)
-    chains = np.arange(first_chain, first_chain + num_chains, dtype=np.uint32)
-    seeds = tracing.chain_seeds(word, num_chains, library)
-    start, kept = 0, 0
-    if resumed is not None:
-        state = adapted.start_of(resumed, steps, inv_mass, dtype)
-        # The run goes on: its warmup is over, its draws counted from its first draw.
-        first_draw, start, num_warmup = resumed.first_draw, resumed.draws_done, resumed.num_warmup
-    else:
-        if jitter > 0:
-            q = q + _jitter(num_chains, size, jitter, word, first_chain, dtype)
-        if steps is None:
-            steps = _step_sizes(0.1, dtype, num_chains)
-        state = _warmup.start_state(q, steps, dtype, inv_mass, dense)
-    draws = np.full(num_chains, np.uint32(first_draw))
+        inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, start.dense)
+    if start.resumed is not None:
+        return adapted.start_of(start.resumed, steps, inv_mass, dtype)
+    if jitter > 0:
+        q = q + _jitter(num_chains, size, jitter, word, first_chain, dtype)
+    if steps is None:
+        steps = _step_sizes(0.1, dtype, num_chains)
+    return _warmup.start_state(q, steps, dtype, inv_mass, start.dense)
+
+
+def _run_options(
+    max_tree_depth: int, schedule: str, backend: Any, traced: bool, library: str
+) -> dict[str, Any]:
+    """The batched call's options."""
     # Returns first: chains unwinding their trees all meet before the next descent.
     options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
     if backend is not None:
@@ -482,54 +658,109 @@ def _sample(
             "in a tf.function without jit_compile (the sampler's own program is still "
             "compiled with XLA), or eagerly"
         )
-    bar: progress.DrawProgress | progress.LineProgress | None = None
-    if show_progress:
-        bar = progress.new_bar(
-            num_chains * run_draws,
-            description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
-        )
-    calls: list[tuple[int, list[Any]]] = []
-    num_draws = num_samples * thin
-    # The warmup draws this call runs (none when it continues a run), and of them those
-    # the draw buffer keeps: with ``save_warmup`` the warmup runs through the buffer.
-    saved = max(num_warmup - start, 0) if save_warmup else 0
-    keep_from, buffered = num_warmup - saved, saved + num_draws
+    return options
+
+
+# -- running it --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ran:
+    """What the program calls gave: each call's number of kept draws with its outputs,
+    the chains' state after the last call, the run's draws done by then, and the work
+    (None under tracing, where the run has not happened yet)."""
+
+    calls: list[tuple[int, list[Any]]]
+    state: Any  # warmup.ChainState
+    done: int
+    gradient_evaluations: int | None
+    leapfrog_steps: int | None
+    wall_time: float | None
+
+
+def _execute(run: _Run) -> _Ran:
+    """Runs the program calls `_call_loop` plans, counting their work and time."""
+    clock = time.perf_counter()
+    with profiling.profile() as prof, progress.showing(run.bar), _user_shape_errors():
+        calls, state, done = _call_loop(run)
+    if run.traced:
+        return _Ran(calls, state, done, None, None, None)
+    return _Ran(
+        calls,
+        state,
+        done,
+        prof.primitive_counts[program.GRADIENT_LABEL],
+        prof.primitive_lanes[program.GRADIENT_LABEL],
+        time.perf_counter() - clock,
+    )
+
+
+@contextlib.contextmanager
+def _user_shape_errors() -> Iterator[None]:
+    """Raises a log density or gradient of the wrong shape as the clear error it is,
+    not as the pcbatch type-inference error it causes while the program compiles."""
+    try:
+        yield
+    except errors.TypeInferenceError as error:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, gradients.LogDensityShapeError):
+            cause = cause.__cause__
+        if cause is None:
+            raise
+        raise gradients.LogDensityShapeError(str(cause)) from None
+
+
+def _call_loop(run: _Run) -> tuple[list[tuple[int, list[Any]]], Any, int]:
+    """Calls the program until the warmup is done and the draw buffer has kept every draw
+    asked for: each call continues where the last stopped, and keeps at most
+    ``run.capacity`` draws. Returns each call's kept draws with its outputs, the chains'
+    final state and the run's draws done."""
+    num_warmup = run.position.num_warmup
     # The initial step-size search draws its random numbers at the warmup's end (past
     # every window's search), whatever the number of draws: so a run continued by
     # another call draws what one longer run draws.
     search_draw = num_warmup
-    clock = time.perf_counter()
-    with profiling.profile() as prof, progress.showing(bar):
-        # The first call runs the warmup too (and is the only one, for `warmup`).
-        while kept < buffered or start < num_warmup:
-            count = min(capacity, buffered - kept)
-            stop = max(start, keep_from) + count
-            plan = _warmup.plan(
-                start, stop, num_warmup, search_draw, keep_from, adapt_mass != "off"
-            )
-            *outputs, packed = run_chain(
-                *state, data_leaves, seeds, chains, draws, plan, **options
-            )
-            state = _warmup.unpack(packed, event_shape, _reshape_for(packed), dense)
-            calls.append((count, outputs))
-            start, kept = stop, kept + count
-    # Traced, the run has not happened yet: its time and work are unknown (None).
-    wall = None if traced else time.perf_counter() - clock
+    keep_from = num_warmup - run.saved_warmup
+    buffered = run.saved_warmup + run.num_draws
+    state, start, kept = run.state, run.position.done, 0
+    calls: list[tuple[int, list[Any]]] = []
+    # The first call runs the warmup too (and is the only one, for `warmup`).
+    while kept < buffered or start < num_warmup:
+        count = min(run.capacity, buffered - kept)
+        stop = max(start, keep_from) + count
+        plan = _warmup.plan(start, stop, num_warmup, search_draw, keep_from, run.adapt_mass)
+        *outputs, packed = run.run_chain(*state, *run.inputs, plan, **run.options)
+        state = _warmup.unpack(packed, run.event_shape, _reshape_for(packed), run.start.dense)
+        calls.append((count, outputs))
+        start, kept = stop, kept + count
+    return calls, state, start
+
+
+# -- the result --------------------------------------------------------------------------
+
+
+def _result(run: _Run, ran: _Ran) -> NutsResult:
+    """The kept draws (and the saved warmup's) in the user's structure and constrained
+    space, with the work they took and the state a next call continues from."""
+    start, position = run.start, run.position
     resume = AdaptedState(
-        state, layout, constraints, seed, first_chain, first_draw, start, num_warmup,
-        reshape=_reshape_for(state.q),
+        ran.state, start.layout, start.constraints, run.seed, position.first_chain,
+        position.first_draw, ran.done, position.num_warmup, reshape=_reshape_for(ran.state.q),
     )  # fmt: skip
-    outputs = _joined(calls)
-    kept_draws = _draws(outputs, slice(saved, None, thin), layout, constraints, traced)
+    outputs = _joined(ran.calls)
+    saved = run.saved_warmup
+    kept = _draws(outputs, slice(saved, None, run.thin), start.layout, start.constraints,
+                  run.traced)  # fmt: skip
     warmup_draws = None
     if saved:
-        warmup_draws = _draws(outputs, slice(0, saved), layout, constraints, traced)
+        warmup_draws = _draws(outputs, slice(0, saved), start.layout, start.constraints,
+                              run.traced)  # fmt: skip
     return NutsResult(
-        **{field.name: getattr(kept_draws, field.name) for field in dataclasses.fields(Draws)},
-        inverse_mass=adapted.user_inverse_mass(state.inv_mass, dense, traced),
-        gradient_evaluations=None if traced else prof.primitive_counts[program.GRADIENT_LABEL],
-        leapfrog_steps=None if traced else prof.primitive_lanes[program.GRADIENT_LABEL],
-        wall_time=wall,
+        **{field.name: getattr(kept, field.name) for field in dataclasses.fields(Draws)},
+        inverse_mass=adapted.user_inverse_mass(ran.state.inv_mass, start.dense, run.traced),
+        gradient_evaluations=ran.gradient_evaluations,
+        leapfrog_steps=ran.leapfrog_steps,
+        wall_time=ran.wall_time,
         warmup_draws=warmup_draws,
         state=resume,
     )
@@ -995,18 +1226,35 @@ def _step_sizes(step_size: Any, dtype: Any, num_chains: int) -> np.ndarray[Any, 
 
 
 def _check_arguments(num_samples: int, num_warmup: int, max_tree_depth: int) -> None:
-    if int(num_samples) < 1:
-        raise ValueError(f"num_samples must be at least 1, got {num_samples}")
-    if int(num_warmup) < 0:
-        raise ValueError(f"num_warmup must be at least 0, got {num_warmup}")
-    if int(num_samples) + int(num_warmup) >= 2**31:
+    if num_samples < 1:
         raise ValueError(
-            f"num_warmup + num_samples must be below 2**31, got {num_warmup} + {num_samples}"
+            f"nuts.sample: num_samples must be at least 1, got {num_samples} (nuts.warmup "
+            "runs a warmup alone)"
         )
-    if not 1 <= int(max_tree_depth) <= MAX_SUPPORTED_TREE_DEPTH:
+    if num_warmup < 0:
+        raise ValueError(f"nuts.sample: num_warmup must be at least 0, got {num_warmup}")
+    if num_samples + num_warmup >= 2**31:
         raise ValueError(
-            f"max_tree_depth must be in [1, {MAX_SUPPORTED_TREE_DEPTH}], got {max_tree_depth}"
+            "nuts.sample: num_warmup + num_samples must be below 2**31, got "
+            f"{num_warmup} + {num_samples}"
         )
+    if not 1 <= max_tree_depth <= MAX_SUPPORTED_TREE_DEPTH:
+        raise ValueError(
+            f"nuts.sample: max_tree_depth must be in [1, {MAX_SUPPORTED_TREE_DEPTH}], got "
+            f"{max_tree_depth}"
+        )
+
+
+def _count(value: Any, name: str) -> int:
+    """``value`` as an int: an integer, or a float with an integer value (``1e3``); a
+    fraction is an error rather than a count silently rounded down."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+    raise TypeError(f"nuts.sample: {name} must be an integer, got {value!r}")
 
 
 @functools.lru_cache(maxsize=32)
@@ -1037,12 +1285,21 @@ class NoUTurnSampler:
     """A TFP-style transition kernel on the same batched program: one draw per `one_step`.
 
     ``bootstrap_results(state)`` starts the kernel's bookkeeping (``state`` as
-    `sample`'s ``initial_state``, structures included; ``data`` as `sample`'s);
-    ``one_step(state, results)`` returns ``(next_state, results)`` where ``results``
-    holds the step's `NutsResult` (``last``) and the draw counter, so successive steps
-    use fresh random streams. A step does not adapt: it samples at ``step_size``
-    (``sample(..., num_warmup=0)``). Use `sample` for many draws: it batches across
-    draws too, and adapts with ``num_warmup``.
+    `sample`'s ``initial_state``, structures included; ``data``, ``data_chain_axis``,
+    ``transforms`` and ``inverse_mass`` as `sample`'s); ``one_step(state, results)``
+    returns ``(next_state, results)`` where ``results`` holds the step's `NutsResult`
+    (``last``) and the draw counter, so successive steps use fresh random streams. A
+    step does not adapt: it samples at ``step_size`` and ``inverse_mass``
+    (``sample(..., num_warmup=0)``), so steps from the state each returned draw what
+    one ``sample`` with ``num_warmup=0`` draws. Use `sample` for many draws: it batches
+    across draws too, and adapts with ``num_warmup``.
+
+    With ``transforms`` the state is constrained, as `sample`'s: a step given back the
+    very arrays the last step returned continues from the unconstrained position it
+    kept (no round trip through the constrained space, which could round a simplex
+    entry to 0 and leave the support); a state of other arrays (changed between
+    steps, say) starts from their unconstrained values. NumPy arrays a step returns
+    are read-only, so that a change makes new arrays.
     """
 
     def __init__(
@@ -1055,6 +1312,8 @@ class NoUTurnSampler:
         value_and_grad: Callable[..., Any] | None = None,
         data: Any = None,
         data_chain_axis: ChainAxis = False,
+        transforms: Any = None,
+        inverse_mass: Any = None,
     ) -> None:
         self.target_log_prob_fn = target_log_prob_fn
         self.step_size = step_size
@@ -1063,6 +1322,8 @@ class NoUTurnSampler:
         self.value_and_grad = value_and_grad
         self.data = data
         self.data_chain_axis = data_chain_axis
+        self.transforms = transforms
+        self.inverse_mass = inverse_mass
 
     @property
     def is_calibrated(self) -> bool:
@@ -1074,9 +1335,11 @@ class NoUTurnSampler:
     def one_step(
         self, current_state: Any, previous_kernel_results: KernelResults
     ) -> tuple[Any, KernelResults]:
+        previous = previous_kernel_results
+        kept = previous.kept_state_for(current_state)
         result = _sample(
             self.target_log_prob_fn,
-            current_state,
+            current_state if kept is None else kept,
             num_samples=1,
             num_warmup=0,  # a kernel step does not adapt
             step_size=self.step_size,
@@ -1086,24 +1349,63 @@ class NoUTurnSampler:
             value_and_grad=self.value_and_grad,
             data=self.data,
             data_chain_axis=self.data_chain_axis,
+            # A kept state has its transforms and knows its draw counter.
+            transforms=self.transforms if kept is None else None,
+            inverse_mass=self.inverse_mass,
+            adapt_mass="off",  # nothing adapts; a dense inverse_mass stays dense
             target_accept_prob=0.8,
             first_chain=0,
-            first_draw=previous_kernel_results.draw,
+            first_draw=previous.draw if kept is None else 0,
             schedule="returns_first",
             progress_bar=False,  # one draw per call: nothing to watch
             draws_per_call=1,  # its own program: a buffer of one draw
         )
-        next_results = KernelResults(draw=previous_kernel_results.draw + 1, last=result)
-        samples = result.samples
-        if not structure.is_structured(samples):
-            return samples[0], next_results
-        leaves, node = structure.flatten(samples)
-        return node.unflatten([leaf[0] for leaf in leaves]), next_results
+        next_state = _read_only(_first_draw(result.samples))
+        return next_state, KernelResults(previous.draw + 1, result, next_state)
+
+
+def _first_draw(samples: Any) -> Any:
+    """Draw 0 of ``samples`` (``[draws, chains, ...]`` per leaf), in their structure."""
+    if not structure.is_structured(samples):
+        return samples[0]
+    leaves, node = structure.flatten(samples)
+    return node.unflatten([leaf[0] for leaf in leaves])
+
+
+def _read_only(state: Any) -> Any:
+    """``state`` with its NumPy leaves made read-only (views: the draws stay writable)."""
+    for leaf in _leaves_of(state):
+        if isinstance(leaf, np.ndarray):
+            leaf.flags.writeable = False
+    return state
+
+
+def _leaves_of(state: Any) -> list[Any]:
+    if not structure.is_structured(state):
+        return [state]
+    leaves: list[Any] = structure.flatten(state)[0]
+    return leaves
 
 
 @dataclasses.dataclass(frozen=True)
 class KernelResults:
-    """`NoUTurnSampler` bookkeeping: the next draw counter and the last step's result."""
+    """`NoUTurnSampler` bookkeeping: the next draw counter, the last step's result, and
+    the state that step returned."""
 
     draw: int
     last: NutsResult | None
+    returned: Any = None
+
+    def kept_state_for(self, state: Any) -> AdaptedState | None:
+        """The last step's `AdaptedState` where ``state`` is the very state it returned
+        (the same arrays, leaf for leaf), else None: ``state`` starts anew."""
+        if self.last is None or self.last.state is None or self.returned is None:
+            return None
+        returned, given = _leaves_of(self.returned), _leaves_of(state)
+        if len(returned) != len(given) or any(a is not b for a, b in zip(returned, given)):
+            return None
+        if structure.is_structured(state) and (
+            structure.flatten(state)[1] != structure.flatten(self.returned)[1]
+        ):
+            return None
+        return self.last.state

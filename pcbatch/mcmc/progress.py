@@ -18,7 +18,8 @@ import importlib.util
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sized
+from typing import Any, TextIO
 
 #: the least time between two redraws of the bar
 REFRESH_SECONDS = 0.1
@@ -44,7 +45,7 @@ def new_bar(total: int, description: str) -> DrawProgress | LineProgress:
 class DrawProgress:
     """Counts finished draws and shows them on a tqdm bar of ``total`` draws."""
 
-    def __init__(self, total: int, description: str = "NUTS draws", **tqdm_options):
+    def __init__(self, total: int, description: str = "NUTS draws", **tqdm_options: Any):
         from tqdm.auto import tqdm
 
         self.total = total
@@ -77,7 +78,9 @@ class LineProgress:
     """Counts finished draws as `DrawProgress` does, without tqdm: one plain line when the
     run starts, one at every tenth of ``total`` draws, one at the end."""
 
-    def __init__(self, total: int, description: str = "NUTS draws", file=None):
+    def __init__(
+        self, total: int, description: str = "NUTS draws", file: TextIO | None = None
+    ) -> None:
         self.total = total
         self.count = 0
         self.description = description
@@ -114,7 +117,7 @@ class LineProgress:
         print(f"{self.description}: {text}", file=self.file or sys.stderr, flush=True)
 
 
-def report_draws(chains) -> None:
+def report_draws(chains: Sized) -> None:
     """The host callback in the sampler's draw loop: ``chains`` just finished a draw."""
     bar = _active
     if bar is not None:

@@ -94,7 +94,9 @@ def leaf(q, p, logp, grad, energy0, inv_mass, running, uniform):
     log_weight = np.where(np.isnan(error), -np.inf, -error)
     accept = np.where(np.isnan(error), 0.0, np.minimum(1.0, np.exp(np.minimum(-error, 0.0))))
     total = np.logaddexp(running.log_weight, log_weight)
-    take = uniform < np.exp(log_weight - total)  # NaN (no weight at all so far): False
+    # No weight at all so far (a log density of -inf): log_weight - total would be
+    # -inf - -inf, NaN, and warn on NumPy; against 0 it is -inf, and nothing is taken.
+    take = uniform < np.exp(log_weight - np.where(total == -np.inf, 0.0, total))
     one = np.ones_like(diverging, dtype=np.int32)
     return Subtree(
         q,
