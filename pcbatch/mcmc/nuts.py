@@ -815,6 +815,18 @@ def _draws(
     """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``,
     the samples in the user's structure and constrained space; the statistics as NumPy
     arrays, or ``traced``, as the backend's (traced) arrays."""
+    if not traced and _on_one_jax_device(outputs[0]):
+        # Slicing, transposing and splitting device arrays compiles a small XLA program
+        # per shape (about 1 s of a JAX first call): NumPy does the same exactly, and
+        # only the samples go back to the device, before the constraints.
+        import jax
+
+        device = next(iter(outputs[0].devices()))
+        draws = _draws([gradients.to_numpy(o) for o in outputs], rows, layout, None)
+        samples = jax.tree_util.tree_map(lambda a: jax.device_put(a, device), draws.samples)
+        if constraints is not None:
+            samples = constraints.constrain(samples)
+        return dataclasses.replace(draws, samples=samples)
     samples, leapfrogs, depths, divergent, accept, step_sizes, energies = (
         output[:, rows] for output in outputs
     )
@@ -1145,6 +1157,10 @@ def _default_backend(initial_state: Any) -> Any:
 
         return TensorFlowBackend()
     return None
+
+
+def _on_one_jax_device(array: Any) -> bool:
+    return gradients.array_library(array) == "jax" and len(array.devices()) == 1
 
 
 def _swap_chains(samples: Any) -> Any:
