@@ -85,6 +85,10 @@ MOMENT_CASES = [
 ]
 #: the run whose shapes are checked: 10 dimensions in the slow tier
 SHAPES_TARGET = tiers.pick("normal_1d", "correlated_gaussian")
+#: and its length: 100 draws after 100 of warmup in the fast tier; the slow tier's is the
+#: moments test's run (400 after 300), reused
+SHAPES_RUN = tiers.pick({"num_samples": 100, "num_warmup": 100}, {})
+SHAPES_DRAWS = SHAPES_RUN.get("num_samples", 400)
 
 
 @pytest.mark.parametrize(("name", "backend"), MOMENT_CASES)
@@ -108,11 +112,11 @@ def test_moments_match_the_known_answer(name, backend):
     [pytest.param(b, marks=() if b == "numpy" else tiers.slow) for b in backends.BACKEND_NAMES],
 )
 def test_results_have_the_documented_shapes_and_statistics(backend):
-    result = _cached_run(SHAPES_TARGET, backend)
-    assert tuple(result.samples.shape) == (400, 8, _target(SHAPES_TARGET).dim)
+    result = _cached_run(SHAPES_TARGET, backend, **SHAPES_RUN)
+    assert tuple(result.samples.shape) == (SHAPES_DRAWS, 8, _target(SHAPES_TARGET).dim)
     for stat in (result.num_leapfrogs, result.tree_depth, result.diverging, result.accept_prob):
-        assert stat.shape == (400, 8)
-    assert result.step_size.shape == (400, 8)
+        assert stat.shape == (SHAPES_DRAWS, 8)
+    assert result.step_size.shape == (SHAPES_DRAWS, 8)
     # Warmup is over: one adapted step size per chain, for every draw.
     assert np.all(result.step_size == result.step_size[:1])
     assert 0.6 < result.accept_prob.mean() < 1.0
