@@ -224,15 +224,15 @@ def test_bad_settings_are_clear_errors(options, words):
 
 def test_arviz_conversion():
     arviz = pytest.importorskip("arviz")
-    result = _cached_run("normal_1d", "numpy")
+    result = _cached_run("normal_1d", "numpy", **SHAPES_RUN)  # the fast tier's shapes run
     data = result.to_arviz()
     assert isinstance(data, arviz.InferenceData)
-    assert data.posterior["x"].shape == (8, 400, 1)
+    assert data.posterior["x"].shape == (8, SHAPES_DRAWS, 1)
     # Chains first, as ArviZ wants: chain 2's draws are the sampler's column 2.
     np.testing.assert_array_equal(data.posterior["x"].values[2], result.samples[:, 2])
     n_steps = data.sample_stats["n_steps"].values
     np.testing.assert_array_equal(n_steps[2], result.num_leapfrogs[:, 2])
-    assert data.sample_stats["diverging"].shape == (8, 400)
+    assert data.sample_stats["diverging"].shape == (8, SHAPES_DRAWS)
 
 
 # -- the progress bar -------------------------------------------------------------
