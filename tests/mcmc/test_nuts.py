@@ -85,6 +85,10 @@ MOMENT_CASES = [
 ]
 #: the run whose shapes are checked: 10 dimensions in the slow tier
 SHAPES_TARGET = tiers.pick("normal_1d", "correlated_gaussian")
+#: and its length: 100 draws after 100 of warmup in the fast tier; the slow tier's is the
+#: moments test's run (400 after 300), reused
+SHAPES_RUN = tiers.pick({"num_samples": 100, "num_warmup": 100}, {})
+SHAPES_DRAWS = SHAPES_RUN.get("num_samples", 400)
 
 
 @pytest.mark.parametrize(("name", "backend"), MOMENT_CASES)
@@ -108,11 +112,11 @@ def test_moments_match_the_known_answer(name, backend):
     [pytest.param(b, marks=() if b == "numpy" else tiers.slow) for b in backends.BACKEND_NAMES],
 )
 def test_results_have_the_documented_shapes_and_statistics(backend):
-    result = _cached_run(SHAPES_TARGET, backend)
-    assert tuple(result.samples.shape) == (400, 8, _target(SHAPES_TARGET).dim)
+    result = _cached_run(SHAPES_TARGET, backend, **SHAPES_RUN)
+    assert tuple(result.samples.shape) == (SHAPES_DRAWS, 8, _target(SHAPES_TARGET).dim)
     for stat in (result.num_leapfrogs, result.tree_depth, result.diverging, result.accept_prob):
-        assert stat.shape == (400, 8)
-    assert result.step_size.shape == (400, 8)
+        assert stat.shape == (SHAPES_DRAWS, 8)
+    assert result.step_size.shape == (SHAPES_DRAWS, 8)
     # Warmup is over: one adapted step size per chain, for every draw.
     assert np.all(result.step_size == result.step_size[:1])
     assert 0.6 < result.accept_prob.mean() < 1.0
@@ -220,15 +224,15 @@ def test_bad_settings_are_clear_errors(options, words):
 
 def test_arviz_conversion():
     arviz = pytest.importorskip("arviz")
-    result = _cached_run("normal_1d", "numpy")
+    result = _cached_run("normal_1d", "numpy", **SHAPES_RUN)  # the fast tier's shapes run
     data = result.to_arviz()
     assert isinstance(data, arviz.InferenceData)
-    assert data.posterior["x"].shape == (8, 400, 1)
+    assert data.posterior["x"].shape == (8, SHAPES_DRAWS, 1)
     # Chains first, as ArviZ wants: chain 2's draws are the sampler's column 2.
     np.testing.assert_array_equal(data.posterior["x"].values[2], result.samples[:, 2])
     n_steps = data.sample_stats["n_steps"].values
     np.testing.assert_array_equal(n_steps[2], result.num_leapfrogs[:, 2])
-    assert data.sample_stats["diverging"].shape == (8, 400)
+    assert data.sample_stats["diverging"].shape == (8, SHAPES_DRAWS)
 
 
 # -- the progress bar -------------------------------------------------------------

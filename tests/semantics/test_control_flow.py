@@ -17,7 +17,7 @@ import pytest
 
 import pcbatch
 from pcbatch import api
-from tests import backends
+from tests import backends, tiers
 from tests.semantics import control_flow_src as src
 
 
@@ -79,8 +79,12 @@ CASES = [
 ]
 
 
-@backends.backend_param
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+# Every case on NumPy and Torch; on JAX and TensorFlow the fast tier takes the cases in
+# turn (tests/tiers.py).
+@pytest.mark.parametrize(
+    ("case", "backend_name"),
+    tiers.in_turn([pytest.param(c, id=c[0]) for c in CASES], backends.BACKEND_NAMES),
+)
 def test_matches_python_per_example(case, backend_name):
     name, *args = case
     _check(getattr(src, name), backend_name, *args)

@@ -418,9 +418,18 @@ NUMBER_CASES = [
 ]
 
 
-@backends.backend_param
-@pytest.mark.parametrize("dtype", ("float32", "float16", "int8", "uint8"))
-@pytest.mark.parametrize(("program", "scalars"), NUMBER_CASES)
+def _number_cases():
+    for case in NUMBER_CASES:
+        for dtype in ("float32", "float16", "int8", "uint8"):
+            yield pytest.param(*case.values, dtype, id=f"{case.id}-{dtype}")
+
+
+# Every case on NumPy and Torch; on JAX and TensorFlow the fast tier takes the cases in
+# turn (tests/tiers.py).
+@pytest.mark.parametrize(
+    ("program", "scalars", "dtype", "backend_name"),
+    tiers.in_turn(list(_number_cases()), backends.BACKEND_NAMES),
+)
 def test_python_number_arguments_and_defaults_are_weak(program, scalars, dtype, backend_name):
     if program is times_k and isinstance(scalars[0], float) and dtype in INTS:
         dtype = "float16"  # an int array times 2.5 is float64 either way; keep it small

@@ -14,7 +14,7 @@ import pytest
 
 import pcbatch
 from pcbatch.backends.batched_array import PerExampleFallbackWarning
-from tests import backends
+from tests import backends, tiers
 from tests.semantics import values_src
 
 BATCH = 4
@@ -69,8 +69,12 @@ def _run_batched(function, backend_name, args):
     return batched(*args, backend=backends.backend(backend_name))
 
 
-@backends.backend_param
-@pytest.mark.parametrize("name", EXACT)
+# Every case on NumPy and Torch; on JAX and TensorFlow the fast tier takes the cases in
+# turn (tests/tiers.py).
+@pytest.mark.parametrize(
+    ("name", "backend_name"),
+    tiers.in_turn([pytest.param(n, id=n) for n in EXACT], backends.BACKEND_NAMES),
+)
 def test_matches_the_plain_function_per_example(name, backend_name):
     function = getattr(values_src, name)
     args = _arguments(function)
