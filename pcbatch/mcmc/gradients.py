@@ -9,7 +9,7 @@ data structure), so a compiled program is found again for new data:
   any pcbatch primitive); with a structured state it receives the state's structure
   and returns its gradient in the same structure.
 - On JAX it is ``jax.value_and_grad`` of the target, on TensorFlow a gradient tape,
-  on Torch ``torch.func.grad_and_value`` mapped over the active chains with
+  on Torch torch's autograd of the target mapped over the active chains with
   ``torch.func.vmap``; there the target receives the backend's own arrays (write it
   with ``jax.numpy``, TensorFlow or torch operations), and the gradient is taken with
   respect to the flat vector, so the target never sees it.
@@ -215,24 +215,50 @@ def _tf_value_and_grad(target: Callable, layout, data) -> Callable:
 
 @functools.lru_cache(maxsize=32)
 def _torch_value_and_grad(target: Callable, layout, data) -> Callable:
-    """The gradient by ``torch.func``: the target gets ONE chain's tensors (plain torch
-    tensors, so any torch code runs, Pyro's included), and ``grad_and_value`` of it is
-    mapped over the active chains with ``torch.func.vmap``."""
+    """The gradient by torch's autograd: the target gets ONE chain's tensors (plain torch
+    tensors, so any torch code runs, Pyro's included), mapped over the active chains with
+    ``torch.func.vmap``; ``torch.autograd.grad`` of the chains' summed log densities is
+    each chain's own gradient, as no chain's density reads another chain's state.
+
+    Not ``torch.func.grad``: it imports ``torch._dynamo``, which imports triton where
+    torch's CUDA wheels ship it, and triton's import crashes a process that has loaded
+    TensorFlow (seen with torch 2.14.1 and TensorFlow 2.21)."""
     import torch
 
-    from pcbatch.backends.torch_values import map_examples
+    from pcbatch.backends.torch_values import TorchBatched, map_examples
 
     def log_prob(q, data_leaves):
         params = q if layout is None else layout.unflatten(q)
-        return _call(target, params, data_leaves, data)
+        return _scalar(_call(target, params, data_leaves, data), "target_log_prob_fn")
 
-    gradient = torch.func.grad_and_value(log_prob)
+    def mapped(free, data_leaves):
+        """Every chain at once, under ``torch.func.vmap``."""
+        kind = type(free)
+        return map_examples(log_prob, kind(free.data), tuple(data_leaves)).data
 
-    def one_chain(q, data_leaves):
-        grad, value = gradient(q, data_leaves)
-        return value, grad
+    def one_by_one(free, data_leaves):
+        """Chain by chain, for targets vmap cannot run (Pyro reads ``.data`` of values)."""
+        rows = [
+            log_prob(free.data[i], [d.data[i] if isinstance(d, TorchBatched) else d
+                                    for d in data_leaves])
+            for i in range(int(free.data.shape[0]))
+        ]
+        return torch.stack([torch.as_tensor(r) for r in rows])
 
     def value_and_grad(q, data_leaves):
-        return map_examples(one_chain, q, tuple(data_leaves))
+        kind = type(q).strong()
+        with torch.enable_grad():
+            free = kind(q.data.detach().requires_grad_(True))
+            try:
+                values = mapped(free, data_leaves)
+            except RuntimeError as error:
+                if "vmap" not in str(error):
+                    raise
+                values = one_by_one(free, data_leaves)
+            if values.requires_grad:
+                (grad,) = torch.autograd.grad(values.sum(), free.data)
+            else:  # a density that does not depend on the state
+                grad = torch.zeros_like(free.data)
+        return kind(values.detach()), kind(grad)
 
     return value_and_grad

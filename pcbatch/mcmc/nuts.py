@@ -255,7 +255,7 @@ def sample(
       target_log_prob_fn: ONE state (``event_shape``, or one chain's structure) -> its
         log density; ``(state, data)`` -> log density when ``data`` is given. On JAX its
         gradient comes from ``jax.value_and_grad``, on TensorFlow from a gradient tape,
-        on Torch from ``torch.func.grad_and_value`` (it gets one chain's plain tensors).
+        on Torch from torch's autograd (it gets one chain's plain tensors).
       initial_state: the chains' starting points (or an `AdaptedState`, from `warmup` or
         a result's ``state``: the chains continue from there without adaptation, with
         ``num_warmup=0``): one array ``[num_chains,

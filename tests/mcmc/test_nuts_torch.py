@@ -1,5 +1,5 @@
 """NUTS on Torch (issue 29, item 4): torch states, a log density written in torch, its
-gradient by ``torch.func`` over the active chains, draws as tensors.
+gradient by torch's autograd over the active chains, draws as tensors.
 
 The reference is the same target on NumPy with its analytic gradient: the same seed
 draws the same random numbers, so the first draws agree to rounding (the gradients
@@ -103,3 +103,29 @@ def test_a_float32_state_samples_in_float32():
     result = nuts.sample(lambda x: -0.5 * torch.sum(x * x), start, num_samples=3,
                          num_warmup=3, seed=0, max_tree_depth=4)
     assert result.samples.dtype == torch.float32
+
+
+def test_the_gradient_does_not_import_torch_dynamo_which_crashes_beside_tensorflow():
+    """``torch.func.grad`` imports ``torch._dynamo``, which imports triton where torch's
+    CUDA wheels ship it, and triton's import kills a process that has loaded TensorFlow
+    (CI: torch 2.14.1 beside TensorFlow 2.21, a segmentation fault). The gradient is torch's
+    autograd instead; a fresh process shows what sampling imports."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import sys, numpy as np, torch
+        from pcbatch.mcmc import nuts
+        start = torch.tensor(np.random.RandomState(0).normal(size=(3, 2)))
+        result = nuts.sample(lambda x: -0.5 * torch.sum(x * x), start, num_samples=3,
+                             num_warmup=3, seed=1, max_tree_depth=3)
+        assert tuple(result.samples.shape) == (3, 3, 2), result.samples.shape
+        print("dynamo imported:", "torch._dynamo" in sys.modules)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "dynamo imported: False" in done.stdout
