@@ -99,6 +99,7 @@ class Stages:
     hlo_computations: int = 0
     fusions: int = 0
     whiles: int = 0
+    jaxpr_eqns: int = 0
 
     @property
     def staged(self) -> float:
@@ -130,6 +131,20 @@ def _count_hlo(stages: Stages, hlo: str) -> None:
     stages.whiles = sum(1 for line in lines if _INSTRUCTION.match(line) and " while(" in line)
 
 
+def jaxpr_equations(jaxpr) -> int:
+    """The equations of a jaxpr and of every jaxpr inside it (each inner one counted
+    where it appears)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for param in eqn.params.values():
+            for inner in param if isinstance(param, (tuple, list)) else [param]:
+                inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr's
+                if hasattr(inner, "eqns"):
+                    total += jaxpr_equations(inner)
+    return total
+
+
 def staged_build(function, args, stages: Stages):
     """``jax.jit(function)`` traced, lowered and compiled for ``args``, each stage timed."""
     clock = time.process_time
@@ -143,6 +158,7 @@ def staged_build(function, args, stages: Stages):
     stages.trace += traced_at - start
     stages.lower += lowered_at - traced_at
     stages.xla += compiled_at - lowered_at
+    stages.jaxpr_eqns += jaxpr_equations(traced.jaxpr.jaxpr)
     hlo_sizes(stages, lowered, compiled)
     return compiled
 
@@ -408,7 +424,7 @@ def row(label: str, s: Stages, ratio: str = "") -> str:
     return (
         f"{label:<22} {front:>6.2f} {s.trace:>6.2f} {s.lower:>6.2f} {s.xla:>6.2f} "
         f"{s.total:>6.2f} {s.stablehlo_ops:>6} {s.stablehlo_whiles:>5} {s.hlo_instructions:>6} "
-        f"{s.hlo_computations:>5} {s.fusions:>5} {s.whiles:>5} {ratio:>6}"
+        f"{s.hlo_computations:>5} {s.fusions:>5} {s.whiles:>5} {s.jaxpr_eqns:>6} {ratio:>6}"
     )
 
 
@@ -424,7 +440,8 @@ def main() -> None:
     jax.jit(lambda x: x + 1)(np.float64(1.0))  # JAX's start-up, outside every workload
     print(
         f"{'workload':<22} {'front':>6} {'trace':>6} {'lower':>6} {'xla':>6} {'total':>6} "
-        f"{'shlo':>6} {'swhl':>5} {'hlo':>6} {'comps':>5} {'fus':>5} {'whl':>5} {'ratio':>6}"
+        f"{'shlo':>6} {'swhl':>5} {'hlo':>6} {'comps':>5} {'fus':>5} {'whl':>5} {'eqns':>6} "
+        f"{'ratio':>6}"
     )
     for case in cases(opts):
         mine = best([measure_pcbatch(case, opts.backend) for _ in range(opts.repeats)])
