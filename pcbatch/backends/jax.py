@@ -73,12 +73,18 @@ def _user_stacklevel() -> int:
 
 
 #: How a VM step picks its block (``JaxBackend(block_choice=...)``): "loops" (None: the
-#: default), a binary tree of loops that run at most once (`base.guarded_switch`), so
-#: nothing passed through is copied; "flat", one row of such loops; "switch", one
+#: default), a tree of loops that run at most once (`base.guarded_switch`), so nothing
+#: passed through is copied; "flat", one row of such loops; "switch", one
 #: ``lax.switch``, whose outputs XLA gives buffers of their own (copies), but which is one
 #: device-side choice. On a GPU each loop's predicate is read back on the host, which
 #: makes the tree cost about 2 log2(blocks) round trips per step.
 BLOCK_CHOICES = (None, "loops", "flat", "switch")
+
+#: The "loops" tree's branching: a node tests ``TREE_FAN_OUT`` predicates, so a step tests
+#: about 4 log4(blocks) = 2 log2(blocks), as many as a binary tree, but the tree has about
+#: 4/3 loops per block rather than 2, each a while loop and a predicate kernel for XLA to
+#: compile (NUTS, 38 blocks: 58 loops against 73, 12,736 HLO instructions against 14,359).
+TREE_FAN_OUT = 4
 
 
 class JaxBackend:
@@ -348,7 +354,7 @@ class JaxBackend:
         choice = self.block_choice or "loops"
         if choice == "switch":
             return lax.switch(index - offset if offset else index, branches, state)
-        fan_out = len(branches) if choice == "flat" else 2
+        fan_out = len(branches) if choice == "flat" else TREE_FAN_OUT
         return base.guarded_switch(self, index, branches, state, fan_out=fan_out, offset=offset)
 
     def jit(self, function: Callable) -> Callable:

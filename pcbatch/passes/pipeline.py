@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcbatch.passes import (
     allocate,
+    coalesce,
     infer_types,
     lower_calls,
     order_blocks,
@@ -44,6 +45,7 @@ PASSES = (
     ("infer_types", _infer_types),
     ("tail_calls", tail_calls.run),
     ("schedule", schedule.run),
+    ("coalesce", coalesce.run),
     ("allocate", allocate.run),
     ("lower_calls", lower_calls.run),
     ("stack_opt", stack_opt.run),
