@@ -198,6 +198,8 @@ def example_ndim(v) -> int:
     """The rank of ``v`` in one example: a view's per-example rank, a constant's own."""
     if isinstance(v, BatchedView):
         return v.ndim
+    if type(v) in (int, float, bool, complex):  # the common constants, before the ABC check
+        return 0
     if isinstance(v, (numbers.Number, np.generic)):
         return 0
     return np.ndim(v)
@@ -208,11 +210,12 @@ def align(values) -> list:
     rank = max((example_ndim(v) for v in values), default=0)
     out = []
     for v in values:
-        if isinstance(v, BatchedView):
-            pad = rank - v.ndim
-            out.append(v.data.reshape((v.data.shape[0],) + (1,) * pad + v.shape))
-        else:
+        if not isinstance(v, BatchedView):
             out.append(v)
+            continue
+        pad = rank - v.ndim
+        # Of the same rank, the data broadcasts as it is (the common case, kept cheap).
+        out.append(v.data.reshape((v.data.shape[0],) + (1,) * pad + v.shape) if pad else v.data)
     return out
 
 

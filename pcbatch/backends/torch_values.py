@@ -19,9 +19,10 @@ means NumPy's meaning by construction. Every such case is listed at the raise.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -135,7 +136,7 @@ class TorchBatched(BatchedView):
 
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if any(isinstance(x, TorchBatched) and x.weak for x in inputs):
+        if WeakTorchBatched in map(type, inputs):
             return per_example.weak_ufunc(self, ufunc, method, inputs, kwargs)
         out = kwargs.get("out")
         if isinstance(self, OneExample) and len(kwargs) == 1 and out and out[0] is inputs[0]:
@@ -144,13 +145,18 @@ class TorchBatched(BatchedView):
             raise NotNative(f"np.{ufunc.__name__}.{method} with {sorted(kwargs)}")
         if ufunc is np.matmul:
             return _matmul(self, *inputs)
-        return self._same_kind(_ufunc(ufunc, inputs), inputs)
+        result = _ufunc(ufunc, inputs)
+        # One-example views come in dry_run only: elsewhere the result is as it is.
+        return self._same_kind(result, inputs) if OneExample in map(type, inputs) else result
 
     def __array_function__(self, func, types, args, kwargs):
         rule = _RULES.get(func)
         if rule is None:  # everything else: NumPy's own implementation, on the host
             raise NotNative(f"{func.__module__}.{func.__name__}")
-        return self._same_kind(rule(func, args, dict(kwargs)), args)
+        result = rule(func, args, dict(kwargs))
+        # ``types``: those of the arguments NumPy dispatched on (one-example views only
+        # in dry_run)
+        return self._same_kind(result, args) if OneExample in types else result
 
     def _same_kind(self, result, inputs):
         """A primitive's views keep one kind (a one-example view's results stay one)."""
@@ -317,7 +323,7 @@ def _torch_ufunc(name: str):
 def _dtype_key(x) -> Any:
     """What NumPy's type resolution sees of an operand: a dtype, or a Python type (weak)."""
     if isinstance(x, TorchBatched):
-        return x.dtype
+        return _numpy(x.data.dtype)
     if type(x) in (int, float, complex):
         return type(x)
     if type(x) is bool:
@@ -329,17 +335,49 @@ def _dtype_key(x) -> Any:
     raise NotNative(f"an operand of type {type(x).__name__}")
 
 
+class _Loop(NamedTuple):
+    """How one ufunc runs on operands of some dtypes: NumPy's loop (its input and output
+    dtypes, and torch's), the torch function, and which of NumPy's meanings it needs."""
+
+    in_dtypes: tuple
+    out_dtypes: tuple
+    in_torch: tuple
+    out_torch: tuple
+    function: Callable
+    integer_division: bool  # floor_divide, remainder, fmod of integers
+    integer_power: bool
+    float_extrema: bool  # maximum, minimum of floats: which of 0.0 and -0.0
+    float_remainder: bool  # the sign of a zero remainder
+
+
 @functools.lru_cache(maxsize=4096)
-def _loop_dtypes(ufunc, keys: tuple) -> tuple:
-    """NumPy's (input dtypes, output dtypes) of ``ufunc`` on operands ``keys``."""
+def _loop(ufunc, keys: tuple) -> _Loop:
+    """``ufunc`` on operands ``keys`` (see `_dtype_key`), worked out once per dtypes: a
+    primitive runs the same loops at every block."""
+    function = _torch_ufunc(ufunc.__name__)
+    if function is None:
+        raise NotNative(f"np.{ufunc.__name__}")
     try:
         dtypes = ufunc.resolve_dtypes((*keys, *(None,) * ufunc.nout))
     except (TypeError, ValueError) as e:  # no loop (say, bool - bool): NumPy's own error
         raise NotNative(str(e)) from None
-    return dtypes[: ufunc.nin], dtypes[ufunc.nin :]
+    in_dtypes, out_dtypes = dtypes[: ufunc.nin], dtypes[ufunc.nin :]
+    name, kind = ufunc.__name__, in_dtypes[0].kind
+    return _Loop(
+        in_dtypes, out_dtypes, tuple(map(_torch, in_dtypes)), tuple(map(_torch, out_dtypes)),
+        function,
+        integer_division=name in _INTEGER_DIVISIONS and kind in "iu",
+        integer_power=name == "power" and kind in "iu",
+        float_extrema=name in _EXTREMA and kind == "f",
+        float_remainder=name in ("remainder", "mod") and kind == "f",
+    )  # fmt: skip
 
 
 def _device(values) -> torch.device:
+    """The device of the views among ``values`` (in a structure or a list, too)."""
+    for v in values:  # the common case: a view at the top
+        if isinstance(v, TorchBatched):
+            return v.data.device
     views = per_example.leaves(values, lists=True)
     return next(v.data.device for v in views if isinstance(v, TorchBatched))
 
@@ -348,7 +386,26 @@ def _as_tensor(value, dtype: np.dtype, device) -> torch.Tensor:
     """An operand as a tensor of ``dtype`` (a NumPy constant, a Python number, a tensor)."""
     if isinstance(value, torch.Tensor):
         return value.to(device=device, dtype=_torch(dtype))
-    if type(value) is int and dtype.kind in "iu":
+    if type(value) in (int, float, bool):
+        # A literal of the user's code (``x % 2``) meets the same dtype at every block.
+        return _literal(type(value), value, _sign_bit(value), dtype, device,
+                        torch.is_inference_mode_enabled())
+    return torch.as_tensor(np.asarray(value, dtype=dtype), device=device)
+
+
+def _sign_bit(value: int | float | bool) -> bool:
+    """Whether ``value`` is negative or -0.0: the cache's key tells 0.0 from -0.0, which
+    compare equal."""
+    return math.copysign(1.0, value) < 0
+
+
+@functools.lru_cache(maxsize=1024)
+def _literal(kind: type, value: Any, negative: bool, dtype: np.dtype, device: torch.device,
+             inference: bool) -> torch.Tensor:
+    """The 0-d tensor of a Python number (never written to: operations make new tensors;
+    one made in inference mode may only be used there, hence ``inference``). An int out
+    of ``dtype``'s range raises, at every call (a raise is not cached)."""
+    if kind is int and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:  # NumPy 2 raises here too
             raise OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
@@ -368,37 +425,40 @@ def _kernel(function: Callable, *args, **kwargs):
 
 
 def _ufunc(ufunc, inputs) -> Any:
-    function = _torch_ufunc(ufunc.__name__)
-    if function is None:
-        raise NotNative(f"np.{ufunc.__name__}")
-    keys = tuple(_dtype_key(x) for x in inputs)
+    keys = tuple(map(_dtype_key, inputs))
     if ufunc.__name__ in _COMPARISONS:
         keys = _exact_comparison(keys, inputs)
-    in_dtypes, out_dtypes = _loop_dtypes(ufunc, keys)
-    device = _device(inputs)
+    loop = _loop(ufunc, keys)
+    device = next(x.data.device for x in inputs if isinstance(x, TorchBatched))
     operands = [
-        _as_tensor(x, d, device) for x, d in zip(per_example.align(inputs), in_dtypes)
+        _view_data(a, want) if isinstance(x, TorchBatched) else _as_tensor(a, d, device)
+        for x, a, d, want in zip(inputs, per_example.align(inputs), loop.in_dtypes,
+                                 loop.in_torch)
     ]
-    if ufunc.__name__ in _INTEGER_DIVISIONS and in_dtypes[0].kind in "iu":
-        results = (_integer_division(function, *operands),)
+    function = loop.function
+    if loop.integer_division:
+        results = (_integer_division(function, *operands, divisor=inputs[1]),)
     else:
-        if ufunc.__name__ == "power" and in_dtypes[0].kind in "iu":
-            _check_integer_power(operands[1])
+        if loop.integer_power:
+            _check_integer_power(operands[1], inputs[1])
         results = _kernel(function, *operands)
         results = results if isinstance(results, tuple) else (results,)
-        if ufunc.__name__ in _EXTREMA and in_dtypes[0].kind == "f":
+        if loop.float_extrema:
             # Equal operands (0.0 and -0.0): NumPy returns the second, torch the first
             a, b = operands
             results = (torch.where(a == b, b, results[0]),)
-        if ufunc.__name__ in ("remainder", "mod") and in_dtypes[0].kind == "f":
+        if loop.float_remainder:
             # A zero remainder takes the divisor's sign in NumPy (-0.0 % 1.0 is 0.0)
             zero = torch.copysign(torch.zeros_like(results[0]), operands[1])
             results = (torch.where(results[0] == 0, zero, results[0]),)
-    out = tuple(
-        TorchBatched(r.to(_torch(d)) if r.dtype != _torch(d) else r)
-        for r, d in zip(results, out_dtypes)
-    )
-    return out[0] if len(out) == 1 else out
+    if len(results) == 1:
+        return TorchBatched(_view_data(results[0], loop.out_torch[0]))
+    return tuple(TorchBatched(_view_data(r, want)) for r, want in zip(results, loop.out_torch))
+
+
+def _view_data(data: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A view's ``data`` (on the run's device already) in ``dtype``."""
+    return data if data.dtype is dtype else data.to(dtype)
 
 
 def _exact_comparison(keys: tuple, inputs) -> tuple:
@@ -409,16 +469,26 @@ def _exact_comparison(keys: tuple, inputs) -> tuple:
         return keys
     for x in inputs:
         if type(x) is int and any(
-            k.kind in "iu" and not np.iinfo(k).min <= x <= np.iinfo(k).max for k in strong
+            k.kind in "iu" and not _int_range(k)[0] <= x <= _int_range(k)[1] for k in strong
         ):
             return tuple(np.dtype(np.int64) if isinstance(k, np.dtype) else k for k in keys)
     return keys
 
 
-def _integer_division(function, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+@functools.cache
+def _int_range(dtype: np.dtype) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _integer_division(function, a: torch.Tensor, b: torch.Tensor, divisor: Any = None
+                      ) -> torch.Tensor:
     """``a // b`` (``%``, ``fmod``) on integers as NumPy computes it: torch raises on a zero
     divisor (NumPy gives 0, with a warning) and the smallest integer over -1 traps the
-    CPU; NumPy gives 0 for both remainders and wraps the quotient."""
+    CPU; NumPy gives 0 for both remainders and wraps the quotient. A Python int
+    ``divisor`` (the operand ``b`` came from) other than 0 and -1 needs none of that."""
+    if type(divisor) is int and divisor not in (0, -1):
+        return function(a, b)
     zero = b == 0
     # The smallest integer over -1 traps; an unsigned -1 does not exist (uint8's 255
     # would compare equal to it).
@@ -444,8 +514,9 @@ def _divide_by_zero(name: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
-def _check_integer_power(exponent: torch.Tensor) -> None:
-    if bool((exponent < 0).any()):  # NumPy's own error
+def _check_integer_power(exponent: torch.Tensor, operand: Any) -> None:
+    """``operand``: what ``exponent`` came from (a Python int needs no look at the tensor)."""
+    if operand < 0 if type(operand) is int else bool((exponent < 0).any()):  # NumPy's error
         raise ValueError("Integers to negative integer powers are not allowed.")
 
 
@@ -483,9 +554,44 @@ def _dummy(x):
 
 
 def _numpy_result(func, args, kwargs) -> np.dtype:
-    """The dtype NumPy's ``func`` gives on these operands (run on ones of their types)."""
+    """The dtype NumPy's ``func`` gives on these operands (run on ones of their types),
+    worked out once per operand types where each has a key (`_type_key`)."""
+    try:
+        key = (func, _type_key(tuple(args)), _type_key(tuple(kwargs.items())))
+    except TypeError:  # an operand without a key (a NumPy array): no cache
+        return _numpy_result_of(func, args, kwargs)
+    dtype = _numpy_results.get(key)
+    if dtype is None:
+        dtype = _numpy_result_of(func, args, kwargs)
+        if len(_numpy_results) < 4096:  # programs have few; a bound against the odd one
+            _numpy_results[key] = dtype
+    return dtype
+
+
+#: `_numpy_result`'s dtypes by their operands' `_type_key`
+_numpy_results: dict = {}
+
+
+def _numpy_result_of(func, args, kwargs) -> np.dtype:
     with np.errstate(all="ignore"):
         return np.asarray(func(*_dummy(tuple(args)), **_dummy(kwargs) if kwargs else {})).dtype
+
+
+def _type_key(x) -> Any:
+    """What of ``x`` decides the dtype `_numpy_result` finds: a view's kind, dtype and
+    shape, a tensor's or NumPy scalar's dtype and shape, a Python number's type (and an
+    int's value: out of range it decides too); a NumPy array has none (TypeError)."""
+    if isinstance(x, TorchBatched):
+        return (x.weak, x.dtype, x.shape)
+    if isinstance(x, (list, tuple)):
+        return (type(x), *(_type_key(v) for v in x))
+    if isinstance(x, (torch.Tensor, np.generic)):
+        return (x.dtype, tuple(x.shape))
+    if type(x) in (float, complex):
+        return type(x)
+    if type(x) in (int, bool, str) or x is None:
+        return (type(x), x)
+    raise TypeError(f"no key for {type(x).__name__}")
 
 
 def _shift_axis(axis, ndim: int) -> tuple:
@@ -580,13 +686,22 @@ def _where(func, args, kwargs):
     dtype = _numpy_result(func, args, {})
     device = _device(args)
     condition, a, b = per_example.align(args)
-    condition = condition if isinstance(condition, torch.Tensor) else torch.as_tensor(
-        np.asarray(condition), device=device)
+    if not isinstance(args[0], TorchBatched):  # a constant condition
+        condition = condition.to(device) if isinstance(condition, torch.Tensor) else (
+            torch.as_tensor(np.asarray(condition), device=device))
+    a, b = (_operand(x, aligned, dtype, device) for x, aligned in zip(args[1:], (a, b)))
     result = TorchBatched(torch.where(
-        condition.to(device) != 0 if condition.dtype != torch.bool else condition.to(device),
-        _as_tensor(a, dtype, device), _as_tensor(b, dtype, device),
+        condition if condition.dtype == torch.bool else condition != 0, a, b
     ))
     return per_example.weakened(result) if weak_result else result
+
+
+def _operand(x, aligned, dtype: np.dtype, device) -> torch.Tensor:
+    """Operand ``x`` (``aligned``: as `align` gave it) as a tensor of ``dtype`` on the
+    run's device, where a view's data is already."""
+    if isinstance(x, TorchBatched):
+        return _view_data(aligned, _torch(dtype))
+    return _as_tensor(aligned, dtype, device)
 
 
 def _clip(func, args, kwargs):
