@@ -6,12 +6,15 @@ like that value: `pcbatch.backends.batched_array.BatchedArray` (a NumPy batch),
 `pcbatch.backends.numpy_dispatch.Dispatched` (a JAX or TensorFlow array of one example).
 
 - `PerExampleValue`: the ndarray surface all three share (``.size``, ``.T``, ``len``,
-  ``.item()``, ``round``, the methods that are NumPy functions).
+  ``.item()``, ``round``, the methods that are NumPy functions), and NEP 50's weak
+  operands (`weak_operands`, `weakened`, `weak_ufunc`), for which each view says how it
+  is marked and converted (``as_weak``, ``as_strong``, ``converted``).
 - `BatchedView`: a view whose ``data`` holds the whole batch in front (``[batch, *s]``):
-  the per-example shape, indexing of rows, the refusal to become one Python value, and
-  the helpers its batching rules share (`align`, `example_ndim`, `einsum_spec`,
-  `weak_operands`, ...). A subclass states its library's part: its ``dtype``, ``real``,
-  ``imag``, ``astype``, `_same`, `_permute`, `_copy`, and its NumPy protocols.
+  the per-example shape, reshapes and transposes, the refusal to become one Python
+  value, and the helpers its batching rules share (`align`, `example_ndim`,
+  `einsum_spec`, `is_simple_index`, `check_int_range`, `leaves`). A subclass states its
+  library's part: its ``dtype``, ``real``, ``imag``, ``astype``, indexing, `_same`,
+  `_permute`, `_copy`, and its NumPy protocols.
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ def one_shape_argument(parts: tuple) -> tuple:
 
 class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
     """ONE example's value: the ndarray surface every backend's view shares. A subclass
-    gives ``shape``, ``dtype``, ``__getitem__``, ``reshape`` and ``transpose``."""
+    gives ``shape``, ``dtype``, ``__getitem__``, ``reshape`` and ``transpose``, and the
+    weak marks' ``as_weak``, ``as_strong`` and ``converted``."""
 
     __slots__ = ()
     weak = False  # True on the weak subclasses (`pcbatch.backends.weak`)
