@@ -19,19 +19,16 @@ means NumPy's meaning by construction. Every such case is listed at the raise.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
-from pcbatch.backends.scalars import (
-    BatchedValueError,
-    as_python_round,
-    as_python_scalar,
-    ndarray_method,
-)
+from pcbatch.backends import per_example
+from pcbatch.backends.per_example import BatchedView
 from pcbatch.ir.types import is_pattern_node, python_scalar_of, rebuild
 
 __all__ = ["NotNative", "OneExample", "TorchBatched", "WeakTorchBatched", "map_examples"]
@@ -69,35 +66,39 @@ def _numpy(dtype: torch.dtype) -> np.dtype:
     return NUMPY_OF_TORCH[dtype]
 
 
-class TorchBatched(np.lib.mixins.NDArrayOperatorsMixin):
+class TorchBatched(BatchedView):
     """A tensor of shape ``[batch, *shape]`` that acts like one example of shape ``shape``."""
 
-    __slots__ = ("data",)
-    weak = False  # True on the weak subclass (`pcbatch.backends.weak`)
+    __slots__ = ()
 
-    def __init__(self, data: torch.Tensor):
-        self.data = data
+    def _same(self, data: torch.Tensor) -> TorchBatched:
+        """``data`` as a value of this view's kind (a one-example view stays one)."""
+        return type(self).strong()(data)
 
-    # -- per-example views ---------------------------------------------------
-    @property
-    def shape(self) -> tuple:
-        return tuple(self.data.shape[1:])
+    @staticmethod
+    def _permute(data: torch.Tensor, order: list) -> torch.Tensor:
+        return data.permute(*order)
 
-    @property
-    def ndim(self) -> int:
-        return self.data.ndim - 1
+    @staticmethod
+    def _copy(data: torch.Tensor) -> torch.Tensor:
+        return data.clone()
+
+    @classmethod
+    def strong(cls) -> type:
+        return TorchBatched
+
+    def as_weak(self) -> TorchBatched:
+        return WeakTorchBatched(self.data)
+
+    def converted(self, dtype: np.dtype) -> TorchBatched:
+        data = self.data
+        if dtype.kind in "iu" and not data.is_floating_point() and data.numel():
+            per_example.check_int_range(data, dtype)
+        return TorchBatched(data.to(_torch(dtype)))
 
     @property
     def dtype(self) -> np.dtype:
         return _numpy(self.data.dtype)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def T(self) -> TorchBatched:  # noqa: N802 - NumPy's name
-        return self.transpose()
 
     @property
     def real(self) -> TorchBatched:
@@ -109,91 +110,15 @@ class TorchBatched(np.lib.mixins.NDArrayOperatorsMixin):
             return self._same(torch.imag(self.data))
         return self._same(torch.zeros_like(self.data))
 
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a per-example scalar")
-        return self.shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a per-example scalar")
-        return (self._same(self.data[:, i]) for i in range(self.shape[0]))
-
-    def __repr__(self) -> str:
-        return (f"TorchBatched(batch={self.data.shape[0]}, shape={self.shape}, "
-                f"dtype={self.data.dtype})")
-
-    def _same(self, data: torch.Tensor) -> TorchBatched:
-        """``data`` as a value of this view's kind (a one-example view stays one)."""
-        return type(self).strong()(data)
-
-    @classmethod
-    def strong(cls) -> type:
-        return TorchBatched
-
-    def as_weak(self) -> TorchBatched:
-        return WeakTorchBatched(self.data)
-
-    # -- conversions that need one value ------------------------------------
-    def _needs_one_value(self, what: str):
-        raise BatchedValueError(
-            f"a batched value (per-example shape {self.shape}) was used as a Python {what}; "
-            "each example may differ. Inside a plain helper function use np.where instead "
-            "of if, or decorate the helper with ctx.batch so its control flow is batched."
-        )
-
-    def __bool__(self):
-        self._needs_one_value("bool (an if or while condition)")
-
-    def __int__(self):
-        self._needs_one_value("int")
-
-    def __float__(self):
-        self._needs_one_value("float")
-
-    def __index__(self):
-        self._needs_one_value("index")
-
-    def __array__(self, dtype=None, copy=None):
-        self._needs_one_value("array (np.asarray)")
-
-    # -- methods that mirror NumPy functions --------------------------------
     def astype(self, dtype, **kwargs) -> TorchBatched:
         if kwargs:
             raise NotNative("astype keywords")
         return self._same(self.data.to(_torch(dtype)))
 
-    def reshape(self, *shape) -> TorchBatched:
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return self._same(self.data.reshape((self.data.shape[0], *shape)))
-
-    def transpose(self, *axes) -> TorchBatched:
-        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
-        order = list(range(self.ndim))[::-1] if not axes else [a % self.ndim for a in axes]
-        return self._same(self.data.permute(0, *(a + 1 for a in order)))
-
-    def copy(self) -> TorchBatched:
-        return self._same(self.data.clone())
-
-    def flatten(self) -> TorchBatched:
-        return self.ravel()
-
-    def ravel(self) -> TorchBatched:
-        return self._same(self.data.reshape((self.data.shape[0], -1)))
-
-    def item(self) -> TorchBatched:
-        return as_python_scalar(self)
-
-    def __round__(self, ndigits=None) -> TorchBatched:
-        return as_python_round(self, ndigits)
-
-    def __getattr__(self, name: str):
-        return ndarray_method(self, name)
-
     def __getitem__(self, index: Any) -> TorchBatched:
         parts = index if isinstance(index, tuple) else (index,)
         if any(isinstance(p, TorchBatched) for p in parts):
-            if not all(_is_simple_index(p) for p in parts):
+            if not all(per_example.is_simple_index(p) for p in parts):
                 raise NotNative("a per-example index beside slices or arrays")
             rows = torch.arange(self.data.shape[0], device=self.data.device)
             key = [p.data.to(torch.int64) if isinstance(p, TorchBatched) else p for p in parts]
@@ -211,10 +136,8 @@ class TorchBatched(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if any(isinstance(x, TorchBatched) and x.weak for x in inputs):
-            inputs, weak_result = _nep50(ufunc.__name__, inputs)
-            result = self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
-            return _as_weak(result) if weak_result else result
+        if WeakTorchBatched in map(type, inputs):
+            return per_example.weak_ufunc(self, ufunc, method, inputs, kwargs)
         out = kwargs.get("out")
         if isinstance(self, OneExample) and len(kwargs) == 1 and out and out[0] is inputs[0]:
             return self._in_place(ufunc(*inputs), out[0])
@@ -222,18 +145,23 @@ class TorchBatched(np.lib.mixins.NDArrayOperatorsMixin):
             raise NotNative(f"np.{ufunc.__name__}.{method} with {sorted(kwargs)}")
         if ufunc is np.matmul:
             return _matmul(self, *inputs)
-        return self._same_kind(_ufunc(ufunc, inputs), inputs)
+        result = _ufunc(ufunc, inputs)
+        # One-example views come in dry_run only: elsewhere the result is as it is.
+        return self._same_kind(result, inputs) if OneExample in map(type, inputs) else result
 
     def __array_function__(self, func, types, args, kwargs):
         rule = _RULES.get(func)
         if rule is None:  # everything else: NumPy's own implementation, on the host
             raise NotNative(f"{func.__module__}.{func.__name__}")
-        return self._same_kind(rule(func, args, dict(kwargs)), args)
+        result = rule(func, args, dict(kwargs))
+        # ``types``: those of the arguments NumPy dispatched on (one-example views only
+        # in dry_run)
+        return self._same_kind(result, args) if OneExample in types else result
 
     def _same_kind(self, result, inputs):
         """A primitive's views keep one kind (a one-example view's results stay one)."""
-        kind = next((type(x).strong() for x in _leaves(inputs) if isinstance(x, TorchBatched)),
-                    TorchBatched)
+        views = (x for x in per_example.leaves(inputs, lists=True) if isinstance(x, TorchBatched))
+        kind = next((type(x).strong() for x in views), TorchBatched)
         if kind is TorchBatched:
             return result
         return _map(lambda r: kind(r.data) if type(r) is TorchBatched else r, result)
@@ -310,29 +238,12 @@ class OneExample(TorchBatched):
         return f"OneExample({self.data[0]!r})"
 
 
-def _leaves(values):
-    for v in values:
-        if is_pattern_node(v) or isinstance(v, list):
-            yield from _leaves(v)
-        else:
-            yield v
-
-
 def _map(function: Callable, value: Any) -> Any:
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return tuple(_map(function, v) for v in value)
     if is_pattern_node(value):
         return rebuild(value, [_map(function, v) for v in value])
     return function(value)
-
-
-def _is_simple_index(part) -> bool:
-    """An int, a full ``:``, or a per-example integer scalar."""
-    if isinstance(part, TorchBatched):
-        return part.shape == () and part.dtype.kind in "iu"
-    if isinstance(part, slice):
-        return part == slice(None)
-    return isinstance(part, (int, np.integer))
 
 
 def _sliced(data: torch.Tensor, parts: tuple) -> torch.Tensor:
@@ -361,42 +272,6 @@ def _constant_index(part, like: TorchBatched):
     if isinstance(part, np.integer):
         return int(part)
     return part
-
-
-# -- weak values (NEP 50) ---------------------------------------------------------------
-
-def _nep50(name: str, inputs) -> tuple:
-    from pcbatch.backends import weak
-
-    def convert(x, dtype):
-        return TorchBatched(_python_ints_as(x.data, np.dtype(dtype)))
-
-    inputs, weak_result = weak.convert_operands(name, tuple(inputs), convert)
-    strip = lambda x: TorchBatched(x.data) if type(x) is WeakTorchBatched else x  # noqa: E731
-    return tuple(strip(x) for x in inputs), weak_result
-
-
-def _as_weak(result):
-    if isinstance(result, tuple):
-        return tuple(_as_weak(r) for r in result)
-    return result.as_weak() if type(result) is TorchBatched else result
-
-
-def _python_ints_as(data: torch.Tensor, dtype: np.dtype) -> torch.Tensor:
-    """Each example's Python number converted to ``dtype`` as NumPy 2 converts a Python
-    int beside an array: one out of the dtype's range is an OverflowError (only active
-    examples are here, as on the NumPy machine, so each is one Python would convert)."""
-    if dtype.kind in "iu" and not data.is_floating_point() and data.numel():
-        info = np.iinfo(dtype)
-        outside = (data < info.min) | (data > info.max)
-        if bool(outside.any()):
-            value = int(data[outside].flatten()[0])
-            from pcbatch.errors import lane_check_failed
-
-            raise lane_check_failed(
-                OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
-            )
-    return data.to(_torch(dtype))
 
 
 # -- ufuncs -----------------------------------------------------------------------------
@@ -448,7 +323,7 @@ def _torch_ufunc(name: str):
 def _dtype_key(x) -> Any:
     """What NumPy's type resolution sees of an operand: a dtype, or a Python type (weak)."""
     if isinstance(x, TorchBatched):
-        return x.dtype
+        return _numpy(x.data.dtype)
     if type(x) in (int, float, complex):
         return type(x)
     if type(x) is bool:
@@ -460,46 +335,77 @@ def _dtype_key(x) -> Any:
     raise NotNative(f"an operand of type {type(x).__name__}")
 
 
+class _Loop(NamedTuple):
+    """How one ufunc runs on operands of some dtypes: NumPy's loop (its input and output
+    dtypes, and torch's), the torch function, and which of NumPy's meanings it needs."""
+
+    in_dtypes: tuple
+    out_dtypes: tuple
+    in_torch: tuple
+    out_torch: tuple
+    function: Callable
+    integer_division: bool  # floor_divide, remainder, fmod of integers
+    integer_power: bool
+    float_extrema: bool  # maximum, minimum of floats: which of 0.0 and -0.0
+    float_remainder: bool  # the sign of a zero remainder
+
+
 @functools.lru_cache(maxsize=4096)
-def _loop_dtypes(ufunc, keys: tuple) -> tuple:
-    """NumPy's (input dtypes, output dtypes) of ``ufunc`` on operands ``keys``."""
+def _loop(ufunc, keys: tuple) -> _Loop:
+    """``ufunc`` on operands ``keys`` (see `_dtype_key`), worked out once per dtypes: a
+    primitive runs the same loops at every block."""
+    function = _torch_ufunc(ufunc.__name__)
+    if function is None:
+        raise NotNative(f"np.{ufunc.__name__}")
     try:
         dtypes = ufunc.resolve_dtypes((*keys, *(None,) * ufunc.nout))
     except (TypeError, ValueError) as e:  # no loop (say, bool - bool): NumPy's own error
         raise NotNative(str(e)) from None
-    return dtypes[: ufunc.nin], dtypes[ufunc.nin :]
-
-
-def _align(values) -> tuple:
-    """Batched values reshaped so per-example dims broadcast like one example's would."""
-    rank = max((_example_ndim(v) for v in values), default=0)
-    out = []
-    for v in values:
-        if isinstance(v, TorchBatched):
-            pad = rank - v.ndim
-            out.append(v.data.reshape((v.data.shape[0],) + (1,) * pad + v.shape))
-        else:
-            out.append(v)
-    return out
-
-
-def _example_ndim(v) -> int:
-    if isinstance(v, TorchBatched):
-        return v.ndim
-    if isinstance(v, (bool, int, float, complex)):
-        return 0
-    return len(np.shape(v)) if not isinstance(v, torch.Tensor) else v.ndim
+    in_dtypes, out_dtypes = dtypes[: ufunc.nin], dtypes[ufunc.nin :]
+    name, kind = ufunc.__name__, in_dtypes[0].kind
+    return _Loop(
+        in_dtypes, out_dtypes, tuple(map(_torch, in_dtypes)), tuple(map(_torch, out_dtypes)),
+        function,
+        integer_division=name in _INTEGER_DIVISIONS and kind in "iu",
+        integer_power=name == "power" and kind in "iu",
+        float_extrema=name in _EXTREMA and kind == "f",
+        float_remainder=name in ("remainder", "mod") and kind == "f",
+    )  # fmt: skip
 
 
 def _device(values) -> torch.device:
-    return next(v.data.device for v in _leaves(values) if isinstance(v, TorchBatched))
+    """The device of the views among ``values`` (in a structure or a list, too)."""
+    for v in values:  # the common case: a view at the top
+        if isinstance(v, TorchBatched):
+            return v.data.device
+    views = per_example.leaves(values, lists=True)
+    return next(v.data.device for v in views if isinstance(v, TorchBatched))
 
 
 def _as_tensor(value, dtype: np.dtype, device) -> torch.Tensor:
     """An operand as a tensor of ``dtype`` (a NumPy constant, a Python number, a tensor)."""
     if isinstance(value, torch.Tensor):
         return value.to(device=device, dtype=_torch(dtype))
-    if type(value) is int and dtype.kind in "iu":
+    if type(value) in (int, float, bool):
+        # A literal of the user's code (``x % 2``) meets the same dtype at every block.
+        return _literal(type(value), value, _sign_bit(value), dtype, device,
+                        torch.is_inference_mode_enabled())
+    return torch.as_tensor(np.asarray(value, dtype=dtype), device=device)
+
+
+def _sign_bit(value: int | float | bool) -> bool:
+    """Whether ``value`` is negative or -0.0: the cache's key tells 0.0 from -0.0, which
+    compare equal."""
+    return math.copysign(1.0, value) < 0
+
+
+@functools.lru_cache(maxsize=1024)
+def _literal(kind: type, value: Any, negative: bool, dtype: np.dtype, device: torch.device,
+             inference: bool) -> torch.Tensor:
+    """The 0-d tensor of a Python number (never written to: operations make new tensors;
+    one made in inference mode may only be used there, hence ``inference``). An int out
+    of ``dtype``'s range raises, at every call (a raise is not cached)."""
+    if kind is int and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= value <= info.max:  # NumPy 2 raises here too
             raise OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
@@ -519,37 +425,40 @@ def _kernel(function: Callable, *args, **kwargs):
 
 
 def _ufunc(ufunc, inputs) -> Any:
-    function = _torch_ufunc(ufunc.__name__)
-    if function is None:
-        raise NotNative(f"np.{ufunc.__name__}")
-    keys = tuple(_dtype_key(x) for x in inputs)
+    keys = tuple(map(_dtype_key, inputs))
     if ufunc.__name__ in _COMPARISONS:
         keys = _exact_comparison(keys, inputs)
-    in_dtypes, out_dtypes = _loop_dtypes(ufunc, keys)
-    device = _device(inputs)
+    loop = _loop(ufunc, keys)
+    device = next(x.data.device for x in inputs if isinstance(x, TorchBatched))
     operands = [
-        _as_tensor(x, d, device) for x, d in zip(_align(inputs), in_dtypes)
+        _view_data(a, want) if isinstance(x, TorchBatched) else _as_tensor(a, d, device)
+        for x, a, d, want in zip(inputs, per_example.align(inputs), loop.in_dtypes,
+                                 loop.in_torch)
     ]
-    if ufunc.__name__ in _INTEGER_DIVISIONS and in_dtypes[0].kind in "iu":
-        results = (_integer_division(function, *operands),)
+    function = loop.function
+    if loop.integer_division:
+        results = (_integer_division(function, *operands, divisor=inputs[1]),)
     else:
-        if ufunc.__name__ == "power" and in_dtypes[0].kind in "iu":
-            _check_integer_power(operands[1])
+        if loop.integer_power:
+            _check_integer_power(operands[1], inputs[1])
         results = _kernel(function, *operands)
         results = results if isinstance(results, tuple) else (results,)
-        if ufunc.__name__ in _EXTREMA and in_dtypes[0].kind == "f":
+        if loop.float_extrema:
             # Equal operands (0.0 and -0.0): NumPy returns the second, torch the first
             a, b = operands
             results = (torch.where(a == b, b, results[0]),)
-        if ufunc.__name__ in ("remainder", "mod") and in_dtypes[0].kind == "f":
+        if loop.float_remainder:
             # A zero remainder takes the divisor's sign in NumPy (-0.0 % 1.0 is 0.0)
             zero = torch.copysign(torch.zeros_like(results[0]), operands[1])
             results = (torch.where(results[0] == 0, zero, results[0]),)
-    out = tuple(
-        TorchBatched(r.to(_torch(d)) if r.dtype != _torch(d) else r)
-        for r, d in zip(results, out_dtypes)
-    )
-    return out[0] if len(out) == 1 else out
+    if len(results) == 1:
+        return TorchBatched(_view_data(results[0], loop.out_torch[0]))
+    return tuple(TorchBatched(_view_data(r, want)) for r, want in zip(results, loop.out_torch))
+
+
+def _view_data(data: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A view's ``data`` (on the run's device already) in ``dtype``."""
+    return data if data.dtype is dtype else data.to(dtype)
 
 
 def _exact_comparison(keys: tuple, inputs) -> tuple:
@@ -560,16 +469,26 @@ def _exact_comparison(keys: tuple, inputs) -> tuple:
         return keys
     for x in inputs:
         if type(x) is int and any(
-            k.kind in "iu" and not np.iinfo(k).min <= x <= np.iinfo(k).max for k in strong
+            k.kind in "iu" and not _int_range(k)[0] <= x <= _int_range(k)[1] for k in strong
         ):
             return tuple(np.dtype(np.int64) if isinstance(k, np.dtype) else k for k in keys)
     return keys
 
 
-def _integer_division(function, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+@functools.cache
+def _int_range(dtype: np.dtype) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _integer_division(function, a: torch.Tensor, b: torch.Tensor, divisor: Any = None
+                      ) -> torch.Tensor:
     """``a // b`` (``%``, ``fmod``) on integers as NumPy computes it: torch raises on a zero
     divisor (NumPy gives 0, with a warning) and the smallest integer over -1 traps the
-    CPU; NumPy gives 0 for both remainders and wraps the quotient."""
+    CPU; NumPy gives 0 for both remainders and wraps the quotient. A Python int
+    ``divisor`` (the operand ``b`` came from) other than 0 and -1 needs none of that."""
+    if type(divisor) is int and divisor not in (0, -1):
+        return function(a, b)
     zero = b == 0
     # The smallest integer over -1 traps; an unsigned -1 does not exist (uint8's 255
     # would compare equal to it).
@@ -595,24 +514,20 @@ def _divide_by_zero(name: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=4)
 
 
-def _check_integer_power(exponent: torch.Tensor) -> None:
-    if bool((exponent < 0).any()):  # NumPy's own error
+def _check_integer_power(exponent: torch.Tensor, operand: Any) -> None:
+    """``operand``: what ``exponent`` came from (a Python int needs no look at the tensor)."""
+    if operand < 0 if type(operand) is int else bool((exponent < 0).any()):  # NumPy's error
         raise ValueError("Integers to negative integer powers are not allowed.")
 
 
 def _matmul(self: TorchBatched, a, b) -> TorchBatched:
     """Per-example ``a @ b`` for vectors and matrices, as one einsum over the batch."""
-    na, nb = _example_ndim(a), _example_ndim(b)
-    if na not in (1, 2) or nb not in (1, 2):
+    spec = per_example.einsum_spec(a, b)
+    if spec is None:
         raise NotNative("matmul of stacks of matrices")
     dtype = _numpy_result(np.matmul, (a, b), {})
     if dtype.kind == "b":
         raise NotNative("matmul of booleans")  # torch has no boolean matrix product
-    left = "ij"[2 - na :] if na == 2 else "j"
-    right = "jk"[:nb] if nb == 2 else "j"
-    out = (left[0] if na == 2 else "") + (right[1] if nb == 2 else "")
-    ba, bb = isinstance(a, TorchBatched), isinstance(b, TorchBatched)
-    spec = f"{'z' if ba else ''}{left},{'z' if bb else ''}{right}->z{out}"
     device = _device((a, b))
     operands = [
         x.data.to(_torch(dtype)) if isinstance(x, TorchBatched) else _as_tensor(x, dtype, device)
@@ -639,9 +554,44 @@ def _dummy(x):
 
 
 def _numpy_result(func, args, kwargs) -> np.dtype:
-    """The dtype NumPy's ``func`` gives on these operands (run on ones of their types)."""
+    """The dtype NumPy's ``func`` gives on these operands (run on ones of their types),
+    worked out once per operand types where each has a key (`_type_key`)."""
+    try:
+        key = (func, _type_key(tuple(args)), _type_key(tuple(kwargs.items())))
+    except TypeError:  # an operand without a key (a NumPy array): no cache
+        return _numpy_result_of(func, args, kwargs)
+    dtype = _numpy_results.get(key)
+    if dtype is None:
+        dtype = _numpy_result_of(func, args, kwargs)
+        if len(_numpy_results) < 4096:  # programs have few; a bound against the odd one
+            _numpy_results[key] = dtype
+    return dtype
+
+
+#: `_numpy_result`'s dtypes by their operands' `_type_key`
+_numpy_results: dict = {}
+
+
+def _numpy_result_of(func, args, kwargs) -> np.dtype:
     with np.errstate(all="ignore"):
         return np.asarray(func(*_dummy(tuple(args)), **_dummy(kwargs) if kwargs else {})).dtype
+
+
+def _type_key(x) -> Any:
+    """What of ``x`` decides the dtype `_numpy_result` finds: a view's kind, dtype and
+    shape, a tensor's or NumPy scalar's dtype and shape, a Python number's type (and an
+    int's value: out of range it decides too); a NumPy array has none (TypeError)."""
+    if isinstance(x, TorchBatched):
+        return (x.weak, x.dtype, x.shape)
+    if isinstance(x, (list, tuple)):
+        return (type(x), *(_type_key(v) for v in x))
+    if isinstance(x, (torch.Tensor, np.generic)):
+        return (x.dtype, tuple(x.shape))
+    if type(x) in (float, complex):
+        return type(x)
+    if type(x) in (int, bool, str) or x is None:
+        return (type(x), x)
+    raise TypeError(f"no key for {type(x).__name__}")
 
 
 def _shift_axis(axis, ndim: int) -> tuple:
@@ -724,7 +674,7 @@ def _argreduction(func, args, kwargs):
 
 def _weak_converted(func, values):
     if any(isinstance(v, TorchBatched) and v.weak for v in values):
-        return _nep50(func.__name__, values)
+        return per_example.weak_operands(func.__name__, values)
     return tuple(values), False
 
 
@@ -735,14 +685,23 @@ def _where(func, args, kwargs):
     args = (args[0], *values)
     dtype = _numpy_result(func, args, {})
     device = _device(args)
-    condition, a, b = _align(args)
-    condition = condition if isinstance(condition, torch.Tensor) else torch.as_tensor(
-        np.asarray(condition), device=device)
+    condition, a, b = per_example.align(args)
+    if not isinstance(args[0], TorchBatched):  # a constant condition
+        condition = condition.to(device) if isinstance(condition, torch.Tensor) else (
+            torch.as_tensor(np.asarray(condition), device=device))
+    a, b = (_operand(x, aligned, dtype, device) for x, aligned in zip(args[1:], (a, b)))
     result = TorchBatched(torch.where(
-        condition.to(device) != 0 if condition.dtype != torch.bool else condition.to(device),
-        _as_tensor(a, dtype, device), _as_tensor(b, dtype, device),
+        condition if condition.dtype == torch.bool else condition != 0, a, b
     ))
-    return _as_weak(result) if weak_result else result
+    return per_example.weakened(result) if weak_result else result
+
+
+def _operand(x, aligned, dtype: np.dtype, device) -> torch.Tensor:
+    """Operand ``x`` (``aligned``: as `align` gave it) as a tensor of ``dtype`` on the
+    run's device, where a view's data is already."""
+    if isinstance(x, TorchBatched):
+        return _view_data(aligned, _torch(dtype))
+    return _as_tensor(aligned, dtype, device)
 
 
 def _clip(func, args, kwargs):
@@ -758,14 +717,14 @@ def _clip(func, args, kwargs):
     upper = values.pop(0) if upper is not None else None
     dtype = _numpy_result(func, (x, lower, upper), {})
     device = _device((x,)) if isinstance(x, TorchBatched) else _device((lower, upper))
-    aligned = _align([x, lower, upper])
+    aligned = per_example.align([x, lower, upper])
     result = _as_tensor(aligned[0], dtype, device)
     if lower is not None:  # NumPy's definition: minimum(maximum(x, lower), upper)
         result = torch.maximum(result, _as_tensor(aligned[1], dtype, device))
     if upper is not None:
         result = torch.minimum(result, _as_tensor(aligned[2], dtype, device))
     result = TorchBatched(result)
-    return _as_weak(result) if weak_result else result
+    return per_example.weakened(result) if weak_result else result
 
 
 def _joining(func, args, kwargs):
@@ -782,7 +741,7 @@ def _joining(func, args, kwargs):
         else _as_tensor(p, dtype, device).expand((size, *np.shape(p)))
         for p in parts
     ]
-    ndim = max(_example_ndim(p) for p in parts)
+    ndim = max(per_example.example_ndim(p) for p in parts)
     rank = ndim + 1 if func is np.stack else ndim
     axis = axis % rank + 1 if rank else 1
     joined = torch.stack(tensors, dim=axis) if func is np.stack else torch.cat(tensors, dim=axis)
@@ -932,7 +891,7 @@ def _torch_call(func, args, kwargs, pointwise: bool = True):
     _as_torch_numbers(flat)
     name = getattr(func, "__name__", "")
     if pointwise and name in _POINTWISE and not {"dim", "axis", "out"} & set(kwargs):
-        aligned = _align([flat[i] for i in batched])
+        aligned = per_example.align([flat[i] for i in batched])
         for i, data in zip(batched, aligned):
             flat[i] = data
         args, kwargs = torch.utils._pytree.tree_unflatten(flat, spec)

@@ -41,17 +41,13 @@ def is_marked(x: Any) -> bool:
 
 def mark(x: Any) -> Any:
     """``x`` (one example's value, or a batched one) marked weak."""
-    from pcbatch.backends import batched_array, numpy_dispatch
+    from pcbatch.backends.per_example import PerExampleValue
 
     if is_python_scalar(x) or is_marked(x):
         return x
     if isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0:
         return x.item()  # one example: a Python scalar, exactly as the user's code sees it
-    if type(x) is batched_array.BatchedArray:
-        return batched_array.WeakBatchedArray(x.data)
-    if type(x) is numpy_dispatch.Dispatched:
-        return numpy_dispatch.WeakDispatched(x.value, x.xp)
-    if callable(getattr(type(x), "as_weak", None)):  # a Torch view (`torch_values`)
+    if isinstance(x, PerExampleValue):  # a view of any backend
         return x.as_weak()
     return x
 
@@ -91,7 +87,7 @@ def _marking(function: Callable, weak_flags: list, overflow_at: str | None) -> C
 
 # -- weak ints out of an array's range, on compiled machines ----------------------------
 # The NumPy machine runs a block for its active examples only and raises at once
-# (`batched_array._python_ints_as`). A compiled loop cannot raise: it runs the primitive
+# (`per_example.check_int_range`). A compiled loop cannot raise: it runs the primitive
 # once more as a probe, which records, per example, whether a conversion of a weak int
 # left the target dtype's range; the machine stops those examples and raises after the
 # run (`pcbatch.vm.staged.faulted_at`). XLA shares the probe's arithmetic with the

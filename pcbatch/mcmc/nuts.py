@@ -332,95 +332,85 @@ def sample(
         (``result.warmup_draws``; ``to_arviz()`` puts them in ``warmup_posterior`` and
         ``warmup_sample_stats``). Off by default: they take memory as the kept draws do.
     """
-    return _sample(
-        target_log_prob_fn,
-        initial_state,
-        num_samples=num_samples,
-        num_warmup=num_warmup,
-        step_size=step_size,
-        max_tree_depth=max_tree_depth,
-        seed=seed,
-        backend=backend,
-        value_and_grad=value_and_grad,
-        data=data,
-        data_chain_axis=data_chain_axis,
-        transforms=transforms,
-        inverse_mass=inverse_mass,
-        adapt_mass=adapt_mass,
-        thin=thin,
-        jitter=jitter,
-        target_accept_prob=target_accept_prob,
-        first_chain=first_chain,
-        first_draw=first_draw,
-        schedule=schedule,
-        progress_bar=progress_bar,
+    options = _Options.checked(
+        num_samples=num_samples, num_warmup=num_warmup, step_size=step_size,
+        max_tree_depth=max_tree_depth, seed=seed, backend=backend,
+        value_and_grad=value_and_grad, data=data, data_chain_axis=data_chain_axis,
+        transforms=transforms, inverse_mass=inverse_mass, adapt_mass=adapt_mass, thin=thin,
+        jitter=jitter, target_accept_prob=target_accept_prob, first_chain=first_chain,
+        first_draw=first_draw, schedule=schedule, progress_bar=progress_bar,
         save_warmup=save_warmup,
-    )
+    )  # fmt: skip
+    return _sample_with(target_log_prob_fn, initial_state, options)
 
 
 def _sample(
-    target_log_prob_fn: Callable[..., Any] | None,
-    initial_state: Any,
-    *,
-    num_samples: int,
-    num_warmup: int,
-    step_size: Any,
-    max_tree_depth: int,
-    seed: Any,
-    backend: Any,
-    value_and_grad: Callable[..., Any] | None,
-    data: Any,
-    data_chain_axis: ChainAxis,
-    transforms: Any = None,
-    inverse_mass: Any = None,
-    adapt_mass: str = "diagonal",
-    thin: int = 1,
-    jitter: float = 0.0,
-    target_accept_prob: float,
-    first_chain: int,
-    first_draw: int,
-    schedule: str,
-    progress_bar: bool | None,
-    save_warmup: bool = False,
-    draws_per_call: int | None = None,
-    warmup_only: bool = False,
+    target_log_prob_fn: Callable[..., Any] | None, initial_state: Any, **arguments: Any
 ) -> NutsResult:
-    """`sample`; ``draws_per_call``: the program's draw buffer (None: `_draws_per_call`);
-    ``warmup_only``: run the warmup and no draw (`warmup`).
+    """`sample` with `_Options`' keyword arguments (``draws_per_call``, ``warmup_only``
+    too), for `warmup` and `NoUTurnSampler`."""
+    return _sample_with(target_log_prob_fn, initial_state, _Options.checked(**arguments))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """`sample`'s arguments but the target and the initial state, checked (`checked`):
+    counts are ints, ``thin``, ``jitter`` and ``adapt_mass`` in their ranges. Defaults
+    are `sample`'s. Two more for pcbatch's own callers: ``draws_per_call``, the
+    program's draw buffer (None: `_draws_per_call`), and ``warmup_only``, a run of the
+    warmup and no draw (`warmup`)."""
+
+    num_samples: int
+    num_warmup: int
+    seed: Any
+    step_size: Any = None
+    max_tree_depth: int = 10
+    backend: Any = None
+    value_and_grad: Callable[..., Any] | None = None
+    data: Any = None
+    data_chain_axis: ChainAxis = False
+    transforms: Any = None
+    inverse_mass: Any = None
+    adapt_mass: str = "diagonal"
+    thin: int = 1
+    jitter: float = 0.0
+    target_accept_prob: float = 0.8
+    first_chain: int = 0
+    first_draw: int = 0
+    schedule: str = "returns_first"
+    progress_bar: bool | None = None
+    save_warmup: bool = False
+    draws_per_call: int | None = None
+    warmup_only: bool = False
+
+    @classmethod
+    def checked(cls, **arguments: Any) -> _Options:
+        """The options of these arguments, or the error that names the bad one."""
+        options = cls(**arguments)
+        num_samples = _count(options.num_samples, "num_samples")
+        num_warmup = _count(options.num_warmup, "num_warmup")
+        max_tree_depth = _count(options.max_tree_depth, "max_tree_depth")
+        _check_arguments(max(num_samples, int(options.warmup_only)), num_warmup, max_tree_depth)
+        return dataclasses.replace(
+            options,
+            num_samples=num_samples,
+            num_warmup=num_warmup,
+            max_tree_depth=max_tree_depth,
+            thin=adapted.check_thin(options.thin),
+            jitter=adapted.check_jitter(options.jitter),
+            adapt_mass=adapted.check_adapt_mass(options.adapt_mass),
+        )
+
+
+def _sample_with(
+    target_log_prob_fn: Callable[..., Any] | None, initial_state: Any, options: _Options
+) -> NutsResult:
+    """`sample` with its options checked.
 
     Three steps: `_prepare` checks the inputs and turns them into the program's
     (`_Run`), `_execute` calls the program until every draw is done (`_Ran`), and
     `_result` gives the draws back in the user's structure and constrained space."""
-    num_samples, num_warmup = _count(num_samples, "num_samples"), _count(num_warmup, "num_warmup")
-    max_tree_depth = _count(max_tree_depth, "max_tree_depth")
-    _check_arguments(max(num_samples, int(warmup_only)), num_warmup, max_tree_depth)
-    thin, jitter = adapted.check_thin(thin), adapted.check_jitter(jitter)
-    adapt_mass = adapted.check_adapt_mass(adapt_mass)
-    run = _prepare(
-        target_log_prob_fn,
-        initial_state,
-        num_samples=num_samples,
-        num_warmup=num_warmup,
-        step_size=step_size,
-        max_tree_depth=max_tree_depth,
-        seed=seed,
-        backend=backend,
-        value_and_grad=value_and_grad,
-        data=data,
-        data_chain_axis=data_chain_axis,
-        transforms=transforms,
-        inverse_mass=inverse_mass,
-        adapt_mass=adapt_mass,
-        thin=thin,
-        jitter=jitter,
-        target_accept_prob=target_accept_prob,
-        first_chain=first_chain,
-        first_draw=first_draw,
-        schedule=schedule,
-        progress_bar=progress_bar,
-        save_warmup=save_warmup,
-        draws_per_call=draws_per_call,
-    )
+    run = _prepare(target_log_prob_fn, initial_state, options)
     return _result(run, _execute(run))
 
 
@@ -476,76 +466,54 @@ class _Run:
 
 
 def _prepare(
-    target_log_prob_fn: Callable[..., Any] | None,
-    initial_state: Any,
-    *,
-    num_samples: int,
-    num_warmup: int,
-    step_size: Any,
-    max_tree_depth: int,
-    seed: Any,
-    backend: Any,
-    value_and_grad: Callable[..., Any] | None,
-    data: Any,
-    data_chain_axis: ChainAxis,
-    transforms: Any,
-    inverse_mass: Any,
-    adapt_mass: str,
-    thin: int,
-    jitter: float,
-    target_accept_prob: float,
-    first_chain: int,
-    first_draw: int,
-    schedule: str,
-    progress_bar: bool | None,
-    save_warmup: bool,
-    draws_per_call: int | None,
+    target_log_prob_fn: Callable[..., Any] | None, initial_state: Any, options: _Options
 ) -> _Run:
-    """`_sample`'s inputs checked and turned into the program's (see `_Run`)."""
-    start = _start_of(initial_state, backend, transforms, inverse_mass, adapt_mass)
-    position = _Position(first_chain, first_draw, 0, num_warmup)
+    """The target, the initial state and the options turned into the program's inputs
+    (see `_Run`), each checked against the others."""
+    o = options
+    start = _start_of(initial_state, o.backend, o.transforms, o.inverse_mass, o.adapt_mass)
+    position = _Position(o.first_chain, o.first_draw, 0, o.num_warmup)
     if start.resumed is not None:
-        _check_resuming(start.resumed, num_warmup, transforms, first_chain, first_draw, jitter)
+        _check_resuming(start.resumed, o)
         position = _resumed_position(start.resumed)
-    dtype, library = _run_dtype(start.q, backend)
+    dtype, library = _run_dtype(start.q, o.backend)
     num_chains = int(start.q.shape[0])
-    data_leaves, data_node = _data_leaves(data, data_chain_axis, num_chains, dtype, library)
-    gradient = _gradient(target_log_prob_fn, value_and_grad, start, backend, data_node)
-    word = tracing.seed_word(seed, library)
+    data_leaves, data_node = _data_leaves(o.data, o.data_chain_axis, num_chains, dtype, library)
+    gradient = _gradient(target_log_prob_fn, o.value_and_grad, start, o.backend, data_node)
+    word = tracing.seed_word(o.seed, library)
     traced = tracing.is_traced(start.q, data_leaves, word)
     # Traced, the run happens after this call returns: no bar could follow it.
-    show_progress = progress.wanted(progress_bar) and not traced
+    show_progress = progress.wanted(o.progress_bar) and not traced
     # Under TensorFlow's XLA (the default for tensors) no callback can run: the bar
     # fills at the end, and the program is the one without a callback.
     counts_live = show_progress and callbacks.supported_on(
-        backend if backend is not None else _default_backend(start.q)
+        o.backend if o.backend is not None else _default_backend(start.q)
     )
-    q = _on_backend(start.q, backend)
+    q = _on_backend(start.q, o.backend)
     event_shape = tuple(int(d) for d in q.shape[1:])
-    capacity = draws_per_call or _draws_per_call(num_chains, event_shape, dtype)
+    capacity = o.draws_per_call or _draws_per_call(num_chains, event_shape, dtype)
     run_chain = _compiled(
-        gradient, capacity, max_tree_depth, event_shape, float(target_accept_prob), counts_live
-    )
-    state = _first_state(
-        start, q, step_size, inverse_mass, jitter, word, position.first_chain, dtype
-    )
+        gradient, capacity, o.max_tree_depth, event_shape, float(o.target_accept_prob),
+        counts_live,
+    )  # fmt: skip
+    state = _first_state(start, q, o, word, position.first_chain, dtype)
     chains = np.arange(position.first_chain, position.first_chain + num_chains, dtype=np.uint32)
     draws = np.full(num_chains, np.uint32(position.first_draw))
     seeds = tracing.chain_seeds(word, num_chains, library)
-    options = _run_options(max_tree_depth, schedule, backend, traced, library)
+    call_options = _run_options(o, traced, library)
     bar = None
     if show_progress:
         bar = progress.new_bar(
-            num_chains * (num_warmup + num_samples * thin),  # this call's draws
+            num_chains * (o.num_warmup + o.num_samples * o.thin),  # this call's draws
             description="NUTS draws" if counts_live else "NUTS draws (shown when done: XLA)",
         )
     # The warmup draws this call runs (none when it continues a run), and of them those
     # the draw buffer keeps: with ``save_warmup`` the warmup runs through the buffer.
-    saved = max(position.num_warmup - position.done, 0) if save_warmup else 0
+    saved = max(position.num_warmup - position.done, 0) if o.save_warmup else 0
     return _Run(
-        run_chain, (data_leaves, seeds, chains, draws), options, state, capacity,
-        event_shape, adapt_mass != "off", position, saved, num_samples * thin, thin,
-        start, seed, traced, bar,
+        run_chain, (data_leaves, seeds, chains, draws), call_options, state, capacity,
+        event_shape, o.adapt_mass != "off", position, saved, o.num_samples * o.thin, o.thin,
+        start, o.seed, traced, bar,
     )  # fmt: skip
 
 
@@ -616,39 +584,38 @@ def _gradient(
 def _first_state(
     start: _Start,
     q: Any,
-    step_size: Any,
-    inverse_mass: Any,
-    jitter: float,
+    options: _Options,
     word: Any,
     first_chain: int,
     dtype: np.dtype[Any],
 ) -> Any:
     """The chains' `warmup.ChainState` before the call's first draw: a continued run's
-    (with ``step_size`` and ``inverse_mass`` in place of the adapted ones when given), or
-    a new run's at ``q`` (moved by ``jitter``)."""
+    (with the options' ``step_size`` and ``inverse_mass`` in place of the adapted ones
+    when given), or a new run's at ``q`` (moved by ``jitter``)."""
     num_chains = int(q.shape[0])
     size = int(np.prod(tuple(q.shape[1:]), dtype=np.int64))
+    step_size, inverse_mass = options.step_size, options.inverse_mass
     steps = None if step_size is None else _step_sizes(step_size, dtype, num_chains)
     inv_mass = None
     if inverse_mass is not None:
         inv_mass = adapted.inverse_mass_input(inverse_mass, num_chains, size, dtype, start.dense)
     if start.resumed is not None:
         return adapted.start_of(start.resumed, steps, inv_mass, dtype)
-    if jitter > 0:
-        q = q + _jitter(num_chains, size, jitter, word, first_chain, dtype)
+    if options.jitter > 0:
+        q = q + _jitter(num_chains, size, options.jitter, word, first_chain, dtype)
     if steps is None:
         steps = _step_sizes(0.1, dtype, num_chains)
     return _warmup.start_state(q, steps, dtype, inv_mass, start.dense)
 
 
-def _run_options(
-    max_tree_depth: int, schedule: str, backend: Any, traced: bool, library: str
-) -> dict[str, Any]:
+def _run_options(options: _Options, traced: bool, library: str) -> dict[str, Any]:
     """The batched call's options."""
     # Returns first: chains unwinding their trees all meet before the next descent.
-    options: dict[str, Any] = {"max_stack_depth": max_tree_depth + 2, "schedule": schedule}
-    if backend is not None:
-        options["backend"] = backend
+    call: dict[str, Any] = {
+        "max_stack_depth": options.max_tree_depth + 2, "schedule": options.schedule
+    }
+    if options.backend is not None:
+        call["backend"] = options.backend
     if traced and library == "tensorflow" and _in_xla_function():
         # TensorFlow's XLA bridge fails to convert the sampler's nested while loops
         # ("Cannot find body function") when the caller's graph is compiled by XLA.
@@ -658,7 +625,7 @@ def _run_options(
             "in a tf.function without jit_compile (the sampler's own program is still "
             "compiled with XLA), or eagerly"
         )
-    return options
+    return call
 
 
 # -- running it --------------------------------------------------------------------------
@@ -866,28 +833,23 @@ def warmup(
     for name in ("num_samples", "thin"):
         if name in options:
             raise TypeError(f"nuts.warmup draws no samples: {name}= belongs to nuts.sample")
-    arguments: dict[str, Any] = dict(
-        step_size=None, max_tree_depth=10, backend=None, value_and_grad=None, data=None,
-        data_chain_axis=False, target_accept_prob=0.8, first_chain=0, first_draw=0,
-        schedule="returns_first", progress_bar=None,
-    )  # fmt: skip
-    unknown = set(options) - set(arguments) - {
-        "transforms", "inverse_mass", "adapt_mass", "jitter"
-    }
+    unknown = set(options) - _WARMUP_OPTIONS
     if unknown:
         raise TypeError(f"nuts.warmup got unexpected keyword arguments {sorted(unknown)}")
-    arguments.update(options)
-    result = _sample(
-        target_log_prob_fn,
-        initial_state,
-        num_samples=0,
-        num_warmup=num_warmup,
-        seed=seed,
-        warmup_only=True,
-        **arguments,
+    checked = _Options.checked(
+        num_samples=0, num_warmup=num_warmup, seed=seed, warmup_only=True, **options
     )
+    result = _sample_with(target_log_prob_fn, initial_state, checked)
     assert result.state is not None  # every run's result carries its end state
     return result.state
+
+
+#: `sample`'s options that `warmup` takes too
+_WARMUP_OPTIONS = frozenset(
+    """step_size max_tree_depth backend value_and_grad data data_chain_axis transforms
+    inverse_mass adapt_mass jitter target_accept_prob first_chain first_draw schedule
+    progress_bar""".split()  # noqa: SIM905
+)
 
 
 def _wants_dense(
@@ -907,15 +869,9 @@ def _wants_dense(
     return adapt_mass == "dense" or given
 
 
-def _check_resuming(
-    state: AdaptedState,
-    num_warmup: int,
-    transforms: Any,
-    first_chain: int,
-    first_draw: int,
-    jitter: float,
-) -> None:
+def _check_resuming(state: AdaptedState, options: _Options) -> None:
     """An `AdaptedState` continues as it is: nothing may ask to adapt or start anew."""
+    num_warmup, transforms = options.num_warmup, options.transforms
     if num_warmup != 0:
         raise ValueError(
             "nuts.sample: initial_state is an AdaptedState, whose chains continue without "
@@ -929,12 +885,12 @@ def _check_resuming(
             "nuts.sample: initial_state is an AdaptedState, which keeps the transforms it "
             "was sampled with; leave transforms= out"
         )
-    if first_chain != 0 or first_draw != 0:
+    if options.first_chain != 0 or options.first_draw != 0:
         raise ValueError(
             "nuts.sample: initial_state is an AdaptedState, which knows its chain indices "
             "and draw counter; leave first_chain= and first_draw= out"
         )
-    if jitter:
+    if options.jitter:
         raise ValueError("nuts.sample: jitter= moves a new start; an AdaptedState continues")
 
 
@@ -1361,7 +1317,6 @@ class NoUTurnSampler:
             step_size=self.step_size,
             max_tree_depth=self.max_tree_depth,
             seed=self.seed,
-            backend=None,
             value_and_grad=self.value_and_grad,
             data=self.data,
             data_chain_axis=self.data_chain_axis,
@@ -1369,10 +1324,7 @@ class NoUTurnSampler:
             transforms=self.transforms if kept is None else None,
             inverse_mass=self.inverse_mass,
             adapt_mass="off",  # nothing adapts; a dense inverse_mass stays dense
-            target_accept_prob=0.8,
-            first_chain=0,
             first_draw=previous.draw if kept is None else 0,
-            schedule="returns_first",
             progress_bar=False,  # one draw per call: nothing to watch
             draws_per_call=1,  # its own program: a buffer of one draw
         )

@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 from pcbatch.backends.torch_values import NotNative, TorchBatched  # noqa: E402
 
 DTYPES = [np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64]
-SCALARS = (3, -2, 2.5, 300, True)
+SCALARS = (3, -2, 2.5, 300, True, 0, -1, -0.0)
 
 
 def _values(dtype) -> np.ndarray:
@@ -133,3 +133,58 @@ def test_native_array_functions_give_numpys_results(name):
         if problem:
             mismatches.append(f"{dtype.__name__}: {problem}")
     assert not mismatches, "\n".join(mismatches)
+
+
+# -- what is worked out once (per-op overhead), and stays right ---------------------------
+
+
+def test_a_literal_becomes_a_tensor_once(monkeypatch):
+    # ``x % 7`` at every block: the literal's tensor is made at the first only.
+    x = TorchBatched(torch.arange(6))
+    np.remainder(x, 7)
+    made = []
+    real = torch.as_tensor
+    monkeypatch.setattr(torch, "as_tensor", lambda *a, **k: made.append(a) or real(*a, **k))
+    result = np.remainder(x, 7)
+    assert made == []
+    np.testing.assert_array_equal(result.data.numpy(), np.arange(6) % 7)
+
+
+def test_literals_keep_their_sign_and_dtype_apart():
+    # 0.0 == -0.0 == 0 == False as keys of a cache; NumPy's results differ.
+    x = TorchBatched(torch.tensor([1.0, 2.0]))
+    assert not np.signbit((x * 0.0).data.numpy()).any()
+    assert np.signbit((x * -0.0).data.numpy()).all()
+    i = TorchBatched(torch.tensor([3, 4]))
+    assert (i * 0).dtype == np.int64 and (i * 0.0).dtype == np.float64
+    assert (i * False).dtype == np.int64
+
+
+def test_an_int_literal_out_of_range_raises_every_time():
+    x = TorchBatched(torch.tensor([1, 2], dtype=torch.uint8))
+    for _ in range(2):
+        with pytest.raises(OverflowError, match="300 out of bounds for uint8"):
+            np.add(x, 300)
+
+
+def test_array_function_dtypes_follow_their_operands_types():
+    # np.where's dtype is worked out once per operand types: a weak view, a float
+    # literal and an int literal each decide anew.
+    c = TorchBatched(torch.tensor([True, False]))
+    x = TorchBatched(torch.tensor([1, 2], dtype=torch.int8))
+    assert np.where(c, x, 2).dtype == np.int8
+    assert np.where(c, x, 2.5).dtype == np.float64
+    weak = TorchBatched(torch.tensor([1, 2], dtype=torch.int8)).as_weak()
+    assert np.where(c, weak, x).dtype == np.int8
+    assert np.where(c, x, weak).dtype == np.int8
+
+
+def test_integer_division_by_a_literal_is_numpys():
+    data = np.array([7, -7, 0, np.iinfo(np.int64).min, 5])
+    x = TorchBatched(torch.as_tensor(data))
+    for divisor in (2, -3, 1, -1):
+        for ufunc in (np.floor_divide, np.remainder, np.fmod):
+            with np.errstate(all="ignore"):
+                want = ufunc(data, divisor)
+            got = ufunc(x, divisor).data.numpy()
+            np.testing.assert_array_equal(got, want, err_msg=f"{ufunc.__name__} {divisor}")

@@ -1,0 +1,285 @@
+"""What every per-example value class shares, whatever library holds its data.
+
+A primitive's user code sees ONE example's value. Each backend hands it a view that acts
+like that value: `pcbatch.backends.batched_array.BatchedArray` (a NumPy batch),
+`pcbatch.backends.torch_values.TorchBatched` (a torch batch) and
+`pcbatch.backends.numpy_dispatch.Dispatched` (a JAX or TensorFlow array of one example).
+
+- `PerExampleValue`: the ndarray surface all three share (``.size``, ``.T``, ``len``,
+  ``.item()``, ``round``, the methods that are NumPy functions), and NEP 50's weak
+  operands (`weak_operands`, `weakened`, `weak_ufunc`), for which each view says how it
+  is marked and converted (``as_weak``, ``as_strong``, ``converted``).
+- `BatchedView`: a view whose ``data`` holds the whole batch in front (``[batch, *s]``):
+  the per-example shape, reshapes and transposes, the refusal to become one Python
+  value, and the helpers its batching rules share (`align`, `example_ndim`,
+  `einsum_spec`, `is_simple_index`, `check_int_range`, `leaves`). A subclass states its
+  library's part: its ``dtype``, ``real``, ``imag``, ``astype``, indexing, `_same`,
+  `_permute`, `_copy`, and its NumPy protocols.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from pcbatch.backends.scalars import (
+    BatchedValueError,
+    as_python_round,
+    as_python_scalar,
+    ndarray_method,
+)
+from pcbatch.ir.types import is_pattern_node
+
+__all__ = [
+    "BatchedView",
+    "PerExampleValue",
+    "align",
+    "check_int_range",
+    "einsum_spec",
+    "example_ndim",
+    "is_simple_index",
+    "leaves",
+    "one_shape_argument",
+    "weak_operands",
+    "weakened",
+    "weak_ufunc",
+]
+
+
+def one_shape_argument(parts: tuple) -> tuple:
+    """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` (likewise ``transpose``): the parts."""
+    return tuple(parts[0]) if len(parts) == 1 and isinstance(parts[0], (tuple, list)) else parts
+
+
+class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
+    """ONE example's value: the ndarray surface every backend's view shares. A subclass
+    gives ``shape``, ``dtype``, ``__getitem__``, ``reshape`` and ``transpose``, and the
+    weak marks' ``as_weak``, ``as_strong`` and ``converted``."""
+
+    __slots__ = ()
+    weak = False  # True on the weak subclasses (`pcbatch.backends.weak`)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self):  # noqa: N802 - NumPy's name
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a per-example scalar)")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def flatten(self):
+        return self.ravel()
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    def item(self):
+        return as_python_scalar(self)
+
+    def __round__(self, ndigits=None):
+        return as_python_round(self, ndigits)
+
+    def __getattr__(self, name: str):
+        return ndarray_method(self, name)
+
+    # -- weak values (NEP 50: `pcbatch.backends.weak`) --------------------------
+    def as_weak(self) -> PerExampleValue:
+        """This value marked weak: each example is a Python scalar."""
+        raise NotImplementedError
+
+    def as_strong(self) -> PerExampleValue:
+        """This value without the weak mark."""
+        raise NotImplementedError
+
+    def converted(self, dtype: np.dtype) -> PerExampleValue:
+        """This weak value as NumPy converts each example's Python scalar to ``dtype``
+        beside an array of that dtype (a strong value)."""
+        raise NotImplementedError
+
+
+class BatchedView(PerExampleValue):
+    """``data`` of shape ``[batch, *shape]``, acting like one example of shape ``shape``."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any):
+        self.data = data
+
+    # -- what each library states --------------------------------------------------
+    def _same(self, data: Any) -> BatchedView:
+        """``data`` (a batch) as a view of this library (a strong one)."""
+        raise NotImplementedError
+
+    def as_strong(self) -> BatchedView:
+        return self._same(self.data)
+
+    @staticmethod
+    def _permute(data: Any, order: list) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def _copy(data: Any) -> Any:
+        raise NotImplementedError
+
+    # -- per-example views ---------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.data.shape[1:])
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim - 1
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(batch={self.data.shape[0]}, shape={self.shape}, "
+                f"dtype={self.data.dtype})")
+
+    # -- conversions that need one value ------------------------------------------
+    def _needs_one_value(self, what: str):
+        raise BatchedValueError(
+            f"a batched value (per-example shape {self.shape}) was used as a Python {what}; "
+            "each example may differ. Inside a plain helper function use np.where instead "
+            "of if, or decorate the helper with ctx.batch so its control flow is batched."
+        )
+
+    def __bool__(self):
+        self._needs_one_value("bool (an if or while condition)")
+
+    def __int__(self):
+        self._needs_one_value("int")
+
+    def __float__(self):
+        self._needs_one_value("float")
+
+    def __index__(self):
+        self._needs_one_value("index")
+
+    def __array__(self, dtype=None, copy=None):
+        self._needs_one_value("array (np.asarray)")
+
+    # -- methods that mirror NumPy functions ---------------------------------------
+    def reshape(self, *shape):
+        return self._same(self.data.reshape((self.data.shape[0], *one_shape_argument(shape))))
+
+    def transpose(self, *axes):
+        axes = one_shape_argument(axes)
+        order = list(range(self.ndim))[::-1] if not axes else [a % self.ndim for a in axes]
+        return self._same(self._permute(self.data, [0, *(a + 1 for a in order)]))
+
+    def copy(self):
+        return self._same(self._copy(self.data))
+
+
+def leaves(values, lists: bool = False):
+    """The values in ``values`` and in the patterns (and, with ``lists``, lists) among them."""
+    for v in values:
+        if is_pattern_node(v) or lists and isinstance(v, list):
+            yield from leaves(v, lists)
+        else:
+            yield v
+
+
+def is_simple_index(part) -> bool:
+    """An int, a full ``:``, or a per-example integer scalar."""
+    if isinstance(part, BatchedView):
+        return part.shape == () and part.dtype.kind in "iu"
+    if isinstance(part, slice):
+        return part == slice(None)
+    return isinstance(part, (int, np.integer))
+
+
+def example_ndim(v) -> int:
+    """The rank of ``v`` in one example: a view's per-example rank, a constant's own."""
+    if isinstance(v, BatchedView):
+        return v.ndim
+    if type(v) in (int, float, bool, complex):  # the common constants, before the ABC check
+        return 0
+    if isinstance(v, (numbers.Number, np.generic)):
+        return 0
+    return np.ndim(v)
+
+
+def align(values) -> list:
+    """Batched values reshaped so per-example dims broadcast like one example's would."""
+    rank = max((example_ndim(v) for v in values), default=0)
+    out = []
+    for v in values:
+        if not isinstance(v, BatchedView):
+            out.append(v)
+            continue
+        pad = rank - v.ndim
+        # Of the same rank, the data broadcasts as it is (the common case, kept cheap).
+        out.append(v.data.reshape((v.data.shape[0],) + (1,) * pad + v.shape) if pad else v.data)
+    return out
+
+
+def einsum_spec(a, b) -> str | None:
+    """The einsum of per-example ``a @ b`` over the batch (``z``), for vectors and
+    matrices; None for other ranks (stacks of matrices)."""
+    na, nb = example_ndim(a), example_ndim(b)
+    if na not in (1, 2) or nb not in (1, 2):
+        return None
+    left = "ij"[2 - na :] if na == 2 else "j"
+    right = "jk"[:nb] if nb == 2 else "j"
+    out = (left[0] if na == 2 else "") + (right[1] if nb == 2 else "")
+    za = "z" if isinstance(a, BatchedView) else ""
+    zb = "z" if isinstance(b, BatchedView) else ""
+    return f"{za}{left},{zb}{right}->z{out}"
+
+
+def check_int_range(data: Any, dtype: np.dtype) -> None:
+    """NumPy 2 converts a Python int beside an array of ``dtype`` only when it fits: an
+    example's integer in ``data`` (a NumPy array or a tensor) out of ``dtype``'s range is
+    the OverflowError NumPy raises (the machine runs only the active examples, so every
+    value here is one that Python would convert)."""
+    info = np.iinfo(dtype)
+    outside = (data < info.min) | (data > info.max)
+    if bool(outside.any()):
+        value = int(data[outside].reshape(-1)[0])
+        from pcbatch.errors import lane_check_failed
+
+        raise lane_check_failed(
+            OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+        )
+
+
+def weak_operands(name: str, inputs) -> tuple:
+    """NEP 50 on a ufunc's (or np.where's, np.clip's) operands: each weak view converted
+    as NumPy converts a Python scalar beside them (`PerExampleValue.converted`) or, where
+    it meets only weak operands, stripped of its mark. Returns them and whether the
+    result is weak."""
+    from pcbatch.backends import weak
+
+    inputs, weak_result = weak.convert_operands(
+        name, tuple(inputs), lambda x, dtype: x.converted(np.dtype(dtype))
+    )
+    return tuple(x.as_strong() if _is_weak(x) else x for x in inputs), weak_result
+
+
+def _is_weak(x) -> bool:
+    return isinstance(x, PerExampleValue) and x.weak
+
+
+def weakened(result):
+    """A result of weak operands only, marked weak again (a view, or a tuple of them)."""
+    if isinstance(result, tuple):
+        return tuple(weakened(r) for r in result)
+    return result.as_weak() if isinstance(result, PerExampleValue) else result
+
+
+def weak_ufunc(view, ufunc, method, inputs, kwargs):
+    """``view.__array_ufunc__`` on operands some of which are weak: NEP 50 first, then
+    the ufunc; a result between weak operands is weak."""
+    inputs, weak_result = weak_operands(ufunc.__name__, inputs)
+    result = view.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+    return weakened(result) if weak_result else result
