@@ -485,13 +485,26 @@ _RULES.pop(np.broadcast_to)  # its shape argument is per-example: leave it to th
 
 
 def vectorize(function: Callable) -> Callable:
-    """``function`` written for one example, applied to batched arrays ``[batch, *s]``."""
+    """``function`` written for one example, applied to batched arrays ``[batch, *s]``.
+
+    A function with a ``same_rank_rule`` (the frontend gives one to expressions of
+    operators only; `pcbatch.frontend.runtime.truthy` has its own) gets its arguments
+    unwrapped when all are arrays of one rank: the rule returns what the per-example
+    run would (or NotImplemented, to run per example after all), without the cost of
+    `BatchedArray`'s wrappers on every operation.
+    """
 
     from pcbatch.backends import numpy_dispatch
 
     numpy_dispatch.register_with_jax()  # jnp functions on per-example values: per example
 
+    same_rank = getattr(function, "same_rank_rule", None)
+
     def batched(*args):
+        if same_rank is not None and args and _one_rank(args):
+            result = same_rank(*args)
+            if result is not NotImplemented:
+                return result
         wrapped = [_wrap_input(a) for a in args]
         try:
             result = function(*wrapped)
@@ -505,6 +518,15 @@ def vectorize(function: Callable) -> Callable:
     batched.__name__ = getattr(function, "__name__", "primitive")
     batched.__wrapped__ = function
     return batched
+
+
+def _one_rank(args) -> bool:
+    rank = None
+    for a in args:
+        if type(a) is not np.ndarray or (rank is not None and a.ndim != rank):
+            return False
+        rank = a.ndim
+    return True
 
 
 class PerExampleFallbackWarning(UserWarning):

@@ -1,0 +1,105 @@
+"""The eager machine's shortcuts (`pcbatch.vm.machine`, `pcbatch.backends.batched_array`)
+compute what the general path computes, and are taken where they should be."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcbatch
+from pcbatch.backends import batched_array
+
+SCALES = np.array([1.0, 2.0, 3.0])
+
+
+def _prims(fn, *args):
+    """The per-example primitives of ``fn``'s lowered program, by label."""
+    program = fn.context.lowered_for_args(fn.__name__, list(args))
+    return {
+        op.label: op
+        for block in program.graph
+        for op in block.instructions
+        if getattr(op, "per_example", False)
+    }
+
+
+def _count_wrappers(monkeypatch) -> list:
+    made = []
+    original = batched_array.BatchedArray.__init__
+
+    def counting(self, data):
+        made.append(1)
+        original(self, data)
+
+    monkeypatch.setattr(batched_array.BatchedArray, "__init__", counting)
+    return made
+
+
+def test_an_expression_of_operators_runs_on_the_raw_batch(monkeypatch):
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def newton(a):
+        x = a + 1.0
+        y = 0.5 * (x + a / x)
+        while y < x:
+            x = y
+            y = 0.5 * (x + a / x)
+        return x
+
+    a = np.array([1.0, 4.0, 9.0, 1e6])
+    prims = _prims(newton, a)
+    assert hasattr(prims["0.5 * (x + a / x)"].function, "same_rank_rule")
+    made = _count_wrappers(monkeypatch)
+    np.testing.assert_allclose(newton(a), np.sqrt(a))
+    assert made == []  # no BatchedArray: operators and truthy ran on the raw rows
+
+
+@pytest.mark.parametrize(
+    "source_line, has_rule",
+    [
+        ("x ** 2", False),  # NumPy's ndarray power takes shortcuts for some exponents
+        ("x * SCALES", False),  # a global: its shape is per example
+        ("np.sqrt(x)", False),  # a call
+        ("0 < x < 2", False),  # a chain
+        ("-x + 3 // 2 - (x % 2) * 1.5", True),
+    ],
+)
+def test_only_operators_over_parameters_and_numbers_get_the_rule(source_line, has_rule, tmp_path):
+    namespace = {"np": np, "SCALES": SCALES, "pcbatch": pcbatch}
+    ctx = pcbatch.Context()
+    code = f"def f(x):\n    return {source_line}\n"
+    path = tmp_path / "f.py"
+    path.write_text(code)
+    exec(compile(code, str(path), "exec"), namespace)
+    fn = ctx.batch(namespace["f"])
+    x = np.array([0.5, 1.0, 3.0])
+    prims = _prims(fn, x)
+    ruled = [label for label, op in prims.items() if hasattr(op.function, "same_rank_rule")]
+    assert bool(ruled) == has_rule, prims
+    want = np.stack([fn(x[i : i + 1])[0] for i in range(3)])
+    np.testing.assert_array_equal(fn(x), want)
+    np.testing.assert_array_equal(fn(x), fn(x, dry_run=True))
+
+
+def test_mixed_ranks_still_broadcast_per_example():
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def scale(v, s):
+        return v * s + s
+
+    v, s = np.arange(6.0).reshape(2, 3), np.array([10.0, 20.0])
+    np.testing.assert_array_equal(scale(v, s), v * s[:, None] + s[:, None])
+
+
+def test_truthy_of_a_vector_with_one_element_still_reduces_its_shape():
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def pick(v):
+        if v:  # per-example shape (1,): Python's bool(array) of one element
+            return 1
+        return 0
+
+    np.testing.assert_array_equal(pick(np.array([[0.0], [2.0], [np.nan]])), [0, 1, 1])
