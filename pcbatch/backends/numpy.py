@@ -32,9 +32,14 @@ class NumpyLanes:
     index: np.ndarray | None
     count: int
     batch_size: int
+    _every_row: np.ndarray | None = None  # ``rows()`` of all the lanes, made once
 
     def rows(self) -> np.ndarray:
-        return np.arange(self.batch_size) if self.index is None else self.index
+        if self.index is not None:
+            return self.index
+        if self._every_row is None:
+            self._every_row = np.arange(self.batch_size)
+        return self._every_row
 
 
 class RegisterVariable:
@@ -108,7 +113,9 @@ class StackVariable(RegisterVariable):
         extra = np.zeros((new_capacity - capacity,) + self.stack.shape[1:], self.stack.dtype)
         self.stack = np.concatenate([self.stack, extra])
 
-    def push(self, value: np.ndarray, lanes: NumpyLanes) -> StackVariable:
+    def push(self, value: np.ndarray, lanes: NumpyLanes, saved=None) -> StackVariable:
+        """Saves the top (or ``saved``, where the caller knows what to save: a return
+        address) on the lanes' stacks, and sets the top to ``value``."""
         rows = lanes.rows()
         if not len(rows):
             return self
@@ -117,7 +124,7 @@ class StackVariable(RegisterVariable):
         if deepest >= self.max_depth:
             raise StackFull(self.name, rows[depth >= self.max_depth])
         self._grow_to(deepest + 1)
-        self.stack[depth, rows] = self.top[rows]
+        self.stack[depth, rows] = self.top[rows] if saved is None else saved
         self.depth[rows] = depth + 1
         self.high_water = max(self.high_water, deepest + 1)
         self._set_top(value, lanes)
@@ -226,6 +233,20 @@ class NumpyBackend:
                 raise TypeError(f"got dtype {array.dtype}, expected {np.dtype(type_.dtype)}")
             array = array.astype(type_.dtype)
         return np.broadcast_to(array, target)
+
+    def truth(self, condition) -> np.ndarray:
+        """``condition`` as bools (a number: nonzero)."""
+        if getattr(condition, "dtype", None) != np.bool_:
+            return np.asarray(condition) != 0
+        return condition
+
+    def count_true(self, mask: np.ndarray) -> int:
+        return int(np.count_nonzero(mask))
+
+    def lanes_where(self, lanes: NumpyLanes, mask: np.ndarray) -> NumpyLanes:
+        """The lanes, of ``lanes``, where ``mask`` (one bool per lane) holds."""
+        index = np.flatnonzero(mask) if lanes.index is None else lanes.index[mask]
+        return NumpyLanes(index, len(index), lanes.batch_size)
 
     def gather(self, value: np.ndarray, lanes: NumpyLanes) -> np.ndarray:
         return value if lanes.index is None else value[lanes.index]

@@ -177,7 +177,7 @@ class TorchStack(TorchRegister):
         extra = self.stack.new_zeros((new_capacity - capacity, *self.stack.shape[1:]))
         self.stack = torch.cat([self.stack, extra])
 
-    def push(self, value: torch.Tensor, lanes: TorchLanes) -> TorchStack:
+    def push(self, value: torch.Tensor, lanes: TorchLanes, saved=None) -> TorchStack:
         rows = lanes.rows()
         if not len(rows):
             return self
@@ -186,7 +186,7 @@ class TorchStack(TorchRegister):
         if deepest >= self.max_depth:
             raise StackFull(self.name, rows[depth >= self.max_depth].cpu().numpy())
         self._grow_to(deepest + 1)
-        self.stack[depth, rows] = self.top[rows]
+        self.stack[depth, rows] = self.top[rows] if saved is None else saved
         self.depth[rows] = depth + 1
         self.high_water = max(self.high_water, deepest + 1)
         self._set_top(value, lanes)
@@ -347,6 +347,17 @@ class TorchBackend(NumpyBackend):
             torch.as_tensor(if_true, device=self.device),
             torch.as_tensor(if_false, device=self.device),
         )
+
+    def truth(self, condition) -> torch.Tensor:
+        condition = torch.as_tensor(condition, device=self.device)
+        return condition if condition.dtype == torch.bool else condition != 0
+
+    def count_true(self, mask: torch.Tensor) -> int:
+        return int(torch.count_nonzero(mask))
+
+    def lanes_where(self, lanes: TorchLanes, mask: torch.Tensor) -> TorchLanes:
+        index = lanes.rows()[mask]
+        return TorchLanes(index, len(index), lanes.batch_size, self.device)
 
     def to_host(self, value) -> np.ndarray:
         if isinstance(value, torch.Tensor):

@@ -68,6 +68,7 @@ __all__ = [
     "loop",
     "measure_depth",
     "overflow_error",
+    "recount",
     "start",
 ]
 
@@ -88,6 +89,9 @@ class _Run:
     profile: Any
     labels: tuple
     owners: dict
+    #: threads per block (the last entry: halted), kept as they move while a `policy`
+    #: plan chooses the blocks; None otherwise (the lowest program counter runs)
+    counts: Any = None
 
 
 # ---------------------------------------------------------------------------
@@ -241,62 +245,95 @@ def _pop_step(op: PopOp) -> Any:
     return step
 
 
-def _chooser(cond_var: str, if_true: int, if_false: int) -> Any:
-    """``choose(run, lanes, env)``: each lane's next block, ``if_true`` where ``cond_var``
-    holds, else ``if_false``."""
-
-    def choose(run, lanes, env):
-        return run.backend.select(_read(run, cond_var, lanes, env), if_true, if_false)
-
-    return choose
+def _move(run: _Run, block: int, count: int, target: int) -> None:
+    """Counts ``count`` threads leaving ``block`` for ``target`` (where the run counts)."""
+    counts = run.counts
+    if counts is not None:
+        counts[block] -= count
+        counts[target] += count
 
 
-def _terminator_step(program: Program, term) -> Any:
+def _split(run: _Run, block: int, lanes, truth, if_true: int, if_false: int) -> None:
+    """Counts the lanes' threads leaving ``block``: to ``if_true`` where ``truth``."""
+    if run.counts is not None:
+        taken = run.backend.count_true(truth)
+        _move(run, block, taken, if_true)
+        _move(run, block, lanes.count - taken, if_false)
+
+
+def _terminator_step(program: Program, term, block: int) -> Any:
     """``step(run, lanes, env)`` moving the lanes' program counters (the variable's
     ``update`` and ``push`` broadcast and cast them)."""
     index = program.graph.index
     if isinstance(term, BranchOp):
-        choose = _chooser(term.cond_var, index(term.true_target), index(term.false_target))
-
-        def branch(run, lanes, env) -> None:
-            run.pc = run.pc.update(choose(run, lanes, env), lanes)
-
-        return branch
+        return _branch(term.cond_var, block, index(term.true_target), index(term.false_target))
     if isinstance(term, GotoOp):
-        return _set_pc(index(term.target))
+        return _set_pc(block, index(term.target))
     if isinstance(term, PushGotoOp):
-        return _call(program, term)
+        return _call(program, term, block)
     if isinstance(term, IndirectGotoOp):
-
-        def ret(run, lanes, env) -> None:
-            run.pc = run.pc.pop(lanes)
-
-        return ret
+        return _return(block)
     if isinstance(term, HaltOp):
-        return _set_pc(len(program.graph))
+        return _set_pc(block, len(program.graph))
     raise PcbatchError(f"{type(term).__name__} cannot end a lowered block")
 
 
-def _set_pc(target: int) -> Any:
+def _branch(cond_var: str, block: int, if_true: int, if_false: int) -> Any:
+    def branch(run, lanes, env) -> None:
+        backend = run.backend
+        truth = backend.truth(_read(run, cond_var, lanes, env))
+        _split(run, block, lanes, truth, if_true, if_false)
+        # A loop's threads going round stay at this block: only the others move.
+        if if_true == block:
+            run.pc = run.pc.update(if_false, backend.lanes_where(lanes, ~truth))
+        elif if_false == block:
+            run.pc = run.pc.update(if_true, backend.lanes_where(lanes, truth))
+        else:
+            run.pc = run.pc.update(backend.select(truth, if_true, if_false), lanes)
+
+    return branch
+
+
+def _set_pc(block: int, target: int) -> Any:
     def goto(run, lanes, env) -> None:
-        run.pc = run.pc.update(target, lanes)
+        _move(run, block, lanes.count, target)
+        if target != block:
+            run.pc = run.pc.update(target, lanes)
 
     return goto
 
 
-def _call(program: Program, term: PushGotoOp) -> Any:
+def _return(block: int) -> Any:
+    def ret(run, lanes, env) -> None:
+        run.pc = run.pc.pop(lanes)
+        if run.counts is not None:
+            landed = run.backend.to_host(run.pc.read(lanes))
+            run.counts[block] -= lanes.count
+            run.counts += np.bincount(landed, minlength=len(run.counts))
+
+    return ret
+
+
+def _call(program: Program, term: PushGotoOp, block: int) -> Any:
+    """Pushes the return address and jumps (both at once: `Variable.push`'s ``saved``)."""
     index = program.graph.index
     target, back = index(term.target), index(term.return_target)
-    choose = None
-    if term.cond_var is not None:
-        choose = _chooser(term.cond_var, target, index(term.false_target))
+    if term.cond_var is None:
 
-    def call(run, lanes, env) -> None:
-        callee = target if choose is None else choose(run, lanes, env)
-        run.pc = run.pc.update(back, lanes)
-        run.pc = run.pc.push(callee, lanes)
+        def call(run, lanes, env) -> None:
+            _move(run, block, lanes.count, target)
+            run.pc = run.pc.push(target, lanes, saved=back)
 
-    return call
+        return call
+    otherwise = index(term.false_target)
+
+    def call_either(run, lanes, env) -> None:
+        truth = run.backend.truth(_read(run, term.cond_var, lanes, env))
+        _split(run, block, lanes, truth, target, otherwise)
+        callee = run.backend.select(truth, target, otherwise)
+        run.pc = run.pc.push(callee, lanes, saved=back)
+
+    return call_either
 
 
 def _instruction_step(program: Program, op, backend) -> Any:
@@ -311,7 +348,7 @@ def block_runner(program: Program, block, backend):
     """``run_block(run, lanes)``: the block compiled into one closure per instruction
     (per-example primitives vectorized once per run, not once per step)."""
     steps = [_instruction_step(program, op, backend) for op in block.instructions]
-    steps.append(_terminator_step(program, block.terminator))
+    steps.append(_terminator_step(program, block.terminator, program.graph.index(block.label)))
 
     def run_block(run: _Run, lanes) -> None:
         env: dict = {}
@@ -437,34 +474,57 @@ def start(program: Program, args: Sequence, backend, batch_size: int, max_stack_
 def loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> None:
     """Steps until every thread halts; ``runners``: each block's `block_runner`;
     ``after_block(index)`` (if given) runs after each block execution and may start
-    new threads (`pcbatch.vm.refill`)."""
-    backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
+    new threads (`pcbatch.vm.refill`, which calls `recount` then)."""
+    backend, size = run.backend, run.batch_size
+    everyone = backend.all_lanes(size)
     plan = policy.plan_for(run.program, refill=after_block is not None)
-    # Static policies without sync points: the lowest program counter, as the seed.
-    next_block = (
-        backend.next_block if plan is None else policy.Scheduler(plan, backend.to_host).next_block
-    )
+    scheduler = None if plan is None else policy.Scheduler(plan, backend.to_host)
+    if scheduler is not None:
+        run.counts = _counted(run)
     halt = len(run.program.graph)
     steps = 0
     while True:
-        pc = run.pc.read(everyone)
-        block = next_block(pc)
+        if scheduler is None:
+            # Static policies without sync points: the lowest program counter, as the seed.
+            pc = run.pc.read(everyone)
+            block = backend.next_block(pc)
+        else:
+            pc = None
+            block = scheduler.choose(run.counts)
         if block >= halt:
             return
         if max_steps is not None and steps >= max_steps:
+            pc = run.pc.read(everyone)
             raise step_limit_error(run.program, backend.to_host(pc), max_steps)
-        lanes = backend.lanes_at(pc, block)
+        if pc is None and run.counts[block] == size:
+            lanes = everyone  # every thread is here: no pass to find them
+        else:
+            pc = run.pc.read(everyone) if pc is None else pc
+            lanes = backend.lanes_at(pc, block)
         if run.profile is None:
             runners[block](run, lanes)
         else:
-            _profiled_step(run, runners[block], block, lanes, pc, halt)
+            _profiled_step(run, runners[block], block, lanes, halt)
         if after_block is not None:
             after_block(block)
         steps += 1
 
 
-def _profiled_step(run: _Run, runner, block: int, lanes, pc, halt: int) -> None:
+def recount(run: _Run) -> None:
+    """Counts the threads at each block afresh, where the run counts them (after threads
+    started outside the loop)."""
+    if run.counts is not None:
+        run.counts = _counted(run)
+
+
+def _counted(run: _Run) -> np.ndarray:
+    pc = run.backend.to_host(run.pc.read(run.backend.all_lanes(run.batch_size)))
+    return np.bincount(pc, minlength=len(run.program.graph) + 1)
+
+
+def _profiled_step(run: _Run, runner, block: int, lanes, halt: int) -> None:
     """Runs one block and records it, with its wall time (only while a profile is active)."""
+    pc = run.pc.read(run.backend.all_lanes(run.batch_size))
     live = int(np.count_nonzero(run.backend.to_host(pc) < halt))
     start = time.perf_counter()
     runner(run, lanes)

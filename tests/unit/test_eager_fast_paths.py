@@ -103,3 +103,36 @@ def test_truthy_of_a_vector_with_one_element_still_reduces_its_shape():
         return 0
 
     np.testing.assert_array_equal(pick(np.array([[0.0], [2.0], [np.nan]])), [0, 1, 1])
+
+
+def test_a_planned_step_chooses_from_counts_kept_as_threads_move(monkeypatch):
+    """Under a `policy` plan (most_threads, a loop), no step counts every thread's program
+    counter: the machine keeps the counts as threads move (one block moves few threads)."""
+    from pcbatch.vm import policy
+
+    def refuse(self, pc):
+        raise AssertionError("a pass over every program counter")
+
+    monkeypatch.setattr(policy.Scheduler, "next_block", refuse)
+    chosen = []
+    choose = policy.Scheduler.choose
+
+    def recording(self, counts):
+        assert counts.sum() == 7  # every thread counted once, halted ones included
+        chosen.append(choose(self, counts))
+        return chosen[-1]
+
+    monkeypatch.setattr(policy.Scheduler, "choose", recording)
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def collatz(x):
+        steps = 0
+        while x != 1:
+            x = x // 2 if x % 2 == 0 else 3 * x + 1
+            steps += 1
+        return steps
+
+    x = np.array([1, 2, 3, 6, 7, 9, 27])
+    np.testing.assert_array_equal(collatz(x), collatz(x, dry_run=True))
+    assert len(chosen) > 10
