@@ -217,7 +217,8 @@ class Stack(Register):
         """Pushes the top and leaves it as it is (``x = x`` with a push)."""
         rows = lanes.rows()
         if len(rows):
-            self.stack[self._deeper(rows), rows] = self.top[rows]
+            depth = self._deeper(rows)  # first: it may grow the stack
+            self.stack[depth, rows] = self.top[rows]
         return self
 
     def clear_stack(self, lanes) -> Stack:

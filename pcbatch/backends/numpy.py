@@ -121,7 +121,7 @@ class NumpyBackend:
 
     def lanes_at(self, program_counter: np.ndarray, block_index: int) -> NumpyLanes:
         size = len(program_counter)
-        index = np.flatnonzero(program_counter == block_index)
+        index = (program_counter == block_index).nonzero()[0]
         if len(index) == size:
             return NumpyLanes(None, size, size)
         return NumpyLanes(index, len(index), size)
@@ -164,7 +164,7 @@ class NumpyBackend:
 
     def lanes_where(self, lanes: NumpyLanes, mask: np.ndarray) -> NumpyLanes:
         """The lanes, of ``lanes``, where ``mask`` (one bool per lane) holds."""
-        index = np.flatnonzero(mask) if lanes.index is None else lanes.index[mask]
+        index = mask.nonzero()[0] if lanes.index is None else lanes.index[mask]
         return NumpyLanes(index, len(index), lanes.batch_size)
 
     def gather(self, value: np.ndarray, lanes: NumpyLanes) -> np.ndarray:

@@ -115,6 +115,68 @@ def _read(run: _Run, name: str, lanes, env: dict):
     return value
 
 
+def _reader(program: Program, name: str) -> Any:
+    """``read(run, lanes, env)``: `_read` of ``name``, its structure looked at once, here."""
+    type_ = program.var_types.get(name)
+    if type_ is None or not _is_stored(program, name):
+        return lambda run, lanes, env: _read(run, name, lanes, env)
+    if is_pattern_node(type_.tensors):
+        each = _leafwise(type_.tensors)
+
+        def read_pattern(run, lanes, env):
+            value = env.get(name)
+            if value is None:
+                value = env[name] = each(lambda var: var.read(lanes), run.variables[name])
+            return value
+
+        return read_pattern
+
+    def read(run, lanes, env):
+        value = env.get(name)
+        if value is None:
+            value = env[name] = run.variables[name].read(lanes)
+        return value
+
+    return read
+
+
+def _is_stored(program: Program, name: str) -> bool:
+    """Whether the machine stores ``name`` (a register or a stack)."""
+    return program.alloc_of(name) in (VariableAllocation.REGISTER, VariableAllocation.FULL)
+
+
+def _leafwise(pattern) -> Any:
+    """``apply(fn, *nodes)``: `map_pattern` specialized to ``pattern``'s structure, for
+    nodes the machine made to match it (no checks, no type tests per call)."""
+    if not is_pattern_node(pattern):
+        return lambda fn, *leaves: fn(*leaves)
+    parts = [_leafwise(p) for p in pattern]
+    kind, named = type(pattern), hasattr(pattern, "_fields")
+
+    def apply(fn, *nodes):
+        items = [part(fn, *leaves) for part, *leaves in zip(parts, *nodes)]
+        return kind(*items) if named else kind(items)
+
+    return apply
+
+
+def _leafwise_checked(pattern) -> Any:
+    """``apply(fn, node)``: `_leafwise` for a node made elsewhere (a primitive's result),
+    checked to have ``pattern``'s structure (a ValueError if not, as `map_pattern`)."""
+    if not is_pattern_node(pattern):
+        return lambda fn, value: fn(pattern, value)
+    parts = [_leafwise_checked(p) for p in pattern]
+    kind, named = type(pattern), hasattr(pattern, "_fields")
+
+    def apply(fn, value):
+        if not is_pattern_node(value) or len(value) != len(parts):
+            raise ValueError(f"pattern structures differ: {pattern!r} vs {value!r}")
+        items = [part(fn, v) for part, v in zip(parts, value)]
+        return kind(*items) if named else kind(items)
+
+    return apply
+
+
 def _place(run: _Run, name: str, value, lanes, op) -> Any:
     var_type = run.program.var_types[name]
     try:
@@ -131,10 +193,11 @@ def _place(run: _Run, name: str, value, lanes, op) -> Any:
         ) from None
 
 
-def _writer(program: Program, op, names) -> Any:
+def _writer(program: Program, op, names, placed_already: bool = False) -> Any:
     """``write(run, value, lanes, env)`` for ``op``'s results into the variables ``names``,
     with every per-instruction decision (allocation, type, push) taken once, here: the
-    interpreter pays per execution only for the work itself."""
+    interpreter pays per execution only for the work itself. ``placed_already``: the
+    values come in place (a copy between variables of one type)."""
     if is_pattern_node(names):
         parts = [_writer(program, op, n) for n in names]
 
@@ -156,18 +219,40 @@ def _writer(program: Program, op, names) -> Any:
     push = names not in op.skip_push_mask and alloc == VariableAllocation.FULL
     temporary = alloc == VariableAllocation.TEMPORARY
     if is_pattern_node(tensors):
-        return lambda run, value, lanes, env: _write_pattern(
-            run, names, _place(run, names, value, lanes, op), lanes, env, temporary, push
-        )
+        method = "push" if push else "update"
+        each, each_checked = _leafwise(tensors), _leafwise_checked(tensors)
+
+        def write_pattern(run, value, lanes, env) -> None:
+            try:
+                placed = each_checked(
+                    lambda t, v: run.backend.place(v, lanes, t, batched), value
+                )
+            except (TypeError, ValueError):
+                placed = _place(run, names, value, lanes, op)  # raises, naming the primitive
+            env[names] = placed
+            if not temporary:
+                store = lambda var, v: getattr(var, method)(v, lanes)  # noqa: E731
+                run.variables[names] = each(store, run.variables[names], placed)
+
+        return write_pattern
+
+    def place(run, value, lanes):
+        if placed_already:
+            return value
+        try:
+            return run.backend.place(value, lanes, tensors, batched)
+        except (TypeError, ValueError):
+            return _place(run, names, value, lanes, op)  # raises, naming the primitive
+
+    if temporary:
+
+        def write_temporary(run, value, lanes, env) -> None:
+            env[names] = place(run, value, lanes)
+
+        return write_temporary
 
     def write(run, value, lanes, env) -> None:
-        try:
-            placed = run.backend.place(value, lanes, tensors, batched)
-        except (TypeError, ValueError):
-            placed = _place(run, names, value, lanes, op)  # raises, naming the primitive
-        env[names] = placed
-        if temporary:
-            return
+        placed = env[names] = place(run, value, lanes)
         storage = run.variables[names]
         if push:
             run.variables[names] = storage.push(placed, lanes)
@@ -175,16 +260,6 @@ def _writer(program: Program, op, names) -> Any:
             run.variables[names] = storage.update(placed, lanes)
 
     return write
-
-
-def _write_pattern(run: _Run, name: str, placed, lanes, env: dict, temporary, push) -> None:
-    env[name] = placed
-    if temporary:
-        return
-    method = "push" if push else "update"
-    run.variables[name] = map_pattern(
-        lambda var, v: getattr(var, method)(v, lanes), run.variables[name], placed
-    )
 
 
 # ---------------------------------------------------------------------------
@@ -195,19 +270,19 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
     """``step(run, lanes, env)`` running one primitive instruction."""
     if setitem.is_in_place(op, program):
         return lambda run, lanes, env: _set_items_in_place(run, op, lanes, env)
-    write = _writer(program, op, op.vars_out)
     names = op.vars_in
     if op.is_copy and len(names) == 1:
-        (name,) = names
-        return lambda run, lanes, env: write(run, _read(run, name, lanes, env), lanes, env)
+        return _copy_step(program, op)
+    write = _writer(program, op, op.vars_out)
     if op.is_copy:
         return lambda run, lanes, env: write(
             run, tuple([_read(run, v, lanes, env) for v in names]), lanes, env
         )
     function = op.batched_function(backend)
+    readers = [_reader(program, v) for v in names]
 
     def step(run, lanes, env) -> None:
-        inputs = [_read(run, v, lanes, env) for v in names]
+        inputs = [read(run, lanes, env) for read in readers]
         if run.profile is not None:
             run.profile.record_primitive(op.label, lanes.count, run.batch_size)
         try:
@@ -218,6 +293,33 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
         write(run, outputs, lanes, env)
 
     return step
+
+
+def _copy_step(program: Program, op: PrimOp) -> Any:
+    """``step(run, lanes, env)`` of a copy ``out = name``: a push of a variable's own value
+    saves its top and leaves it (`Stack.save`); between variables of one type the value
+    read is already in place."""
+    (name,) = op.vars_in
+    out, types = op.vars_out, program.var_types
+    if (
+        out == name
+        and name not in op.skip_push_mask
+        and program.alloc_of(name) == VariableAllocation.FULL
+    ):
+        each = _leafwise(types[name].tensors)
+
+        def save(run, lanes, env) -> None:
+            run.variables[name] = each(lambda var: var.save(lanes), run.variables[name])
+
+        return save
+    same = (
+        isinstance(out, str)
+        and name in types
+        and types.get(out) == types[name]
+        and not is_pattern_node(types[name].tensors)
+    )
+    write, read = _writer(program, op, out, placed_already=same), _reader(program, name)
+    return lambda run, lanes, env: write(run, read(run, lanes, env), lanes, env)
 
 
 def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
@@ -236,11 +338,13 @@ def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
     env.pop(target, None)
 
 
-def _pop_step(op: PopOp) -> Any:
+def _pop_step(program: Program, op: PopOp) -> Any:
+    pops = [(name, _leafwise(program.var_types[name].tensors)) for name in op.vars]
+
     def step(run, lanes, env) -> None:
-        for name in op.vars:
+        for name, each in pops:
             env.pop(name, None)
-            run.variables[name] = map_pattern(lambda var: var.pop(lanes), run.variables[name])
+            run.variables[name] = each(lambda var: var.pop(lanes), run.variables[name])
 
     return step
 
@@ -340,7 +444,7 @@ def _instruction_step(program: Program, op, backend) -> Any:
     if isinstance(op, PrimOp):
         return _prim_step(program, op, backend)
     if isinstance(op, PopOp):
-        return _pop_step(op)
+        return _pop_step(program, op)
     raise PcbatchError(f"{type(op).__name__} in a lowered block (a compiler bug)")
 
 

@@ -47,3 +47,15 @@ def test_torch_variables_are_the_same_classes_as_numpys():
     register, stack = _exercise(TorchBackend("cpu"), lambda t: t.numpy())
     assert type(register) is Register and type(stack) is Stack
     assert isinstance(stack.top, torch.Tensor)
+
+
+def test_a_save_that_grows_the_stack_lands_in_the_grown_stack():
+    backend = NumpyBackend()
+    stack = backend.create_variable("s", VariableAllocation.FULL, FLOATS, 64, 2)
+    every = backend.all_lanes(2)
+    for value in range(10):
+        stack.update(backend.place(float(value), every, FLOATS), every)
+        stack.save(every)
+    for value in reversed(range(10)):
+        stack.pop(every)
+        assert np.asarray(stack.read(every)).tolist() == [[value, value]] * 2
