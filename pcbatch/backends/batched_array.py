@@ -487,24 +487,28 @@ _RULES.pop(np.broadcast_to)  # its shape argument is per-example: leave it to th
 def vectorize(function: Callable) -> Callable:
     """``function`` written for one example, applied to batched arrays ``[batch, *s]``.
 
-    A function with a ``same_rank_rule`` (the frontend gives one to expressions of
-    operators only; `pcbatch.frontend.runtime.truthy` has its own) gets its arguments
-    unwrapped when all are arrays of one rank: the rule returns what the per-example
-    run would (or NotImplemented, to run per example after all), without the cost of
-    `BatchedArray`'s wrappers on every operation.
+    A function with a ``batch_rule`` (the frontend gives expressions of operators only
+    themselves; `pcbatch.frontend.runtime.truthy` has its own) gets its arguments
+    unwrapped when all are arrays, aligned to one rank as one example's would broadcast
+    (a lower rank padded with 1s after the batch axis): the rule returns what the
+    per-example run would (or NotImplemented, to run per example after all), without
+    the cost of `BatchedArray`'s wrappers on every operation. (For an expression of
+    broadcasting operators, aligning the inputs once is aligning at every operation.)
     """
 
     from pcbatch.backends import numpy_dispatch
 
     numpy_dispatch.register_with_jax()  # jnp functions on per-example values: per example
 
-    same_rank = getattr(function, "same_rank_rule", None)
+    rule = getattr(function, "batch_rule", None)
 
     def batched(*args):
-        if same_rank is not None and args and _one_rank(args):
-            result = same_rank(*args)
-            if result is not NotImplemented:
-                return result
+        if rule is not None and args:
+            raw = _aligned(args)
+            if raw is not None:
+                result = rule(*raw)
+                if result is not NotImplemented:
+                    return result
         wrapped = [_wrap_input(a) for a in args]
         try:
             result = function(*wrapped)
@@ -520,13 +524,17 @@ def vectorize(function: Callable) -> Callable:
     return batched
 
 
-def _one_rank(args) -> bool:
-    rank = None
+def _aligned(args) -> tuple | list | None:
+    """``args`` (batches) aligned to one rank, or None if one is not a NumPy array."""
+    rank, same = args[0].ndim if type(args[0]) is np.ndarray else -1, True
     for a in args:
-        if type(a) is not np.ndarray or (rank is not None and a.ndim != rank):
-            return False
-        rank = a.ndim
-    return True
+        if type(a) is not np.ndarray:
+            return None
+        if a.ndim != rank:
+            same, rank = False, max(rank, a.ndim)
+    if same:
+        return args
+    return [a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:]) for a in args]
 
 
 class PerExampleFallbackWarning(UserWarning):

@@ -32,13 +32,13 @@ def truthy(x):
 
 
 def _truthy_of_scalars(x):
-    """`truthy` on a batch of per-example scalars (`batched_array.vectorize`'s rule)."""
+    """`truthy` on a raw batch of per-example scalars (`batched_array.vectorize`'s rule)."""
     if x.ndim != 1:
         return NotImplemented
     return x if x.dtype == np.bool_ else x.astype(bool)
 
 
-truthy.same_rank_rule = _truthy_of_scalars
+truthy.batch_rule = _truthy_of_scalars
 
 
 def _tf_truthy(x):

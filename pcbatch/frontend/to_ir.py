@@ -421,9 +421,9 @@ class Translator:
         code = compile(expression, self.parsed.filename, "eval")
         function = eval(code, self.namespace)  # noqa: S307 - the user's own expression
         if _operators_only(residual, frozenset(params)):
-            # Same-rank batches compute it as one example would: NumPy's vectorize may skip
-            # its per-example wrappers (`pcbatch.backends.batched_array.vectorize`).
-            function.same_rank_rule = function
+            # Raw batches aligned to one rank compute it as one example would: NumPy's
+            # vectorize may skip its per-example wrappers (`batched_array.vectorize`).
+            function.batch_rule = function
         return self.fb.prim(
             function, *params, out=self.out(out), name=_label(residual), per_example=True
         )

@@ -49,7 +49,7 @@ def test_an_expression_of_operators_runs_on_the_raw_batch(monkeypatch):
 
     a = np.array([1.0, 4.0, 9.0, 1e6])
     prims = _prims(newton, a)
-    assert hasattr(prims["0.5 * (x + a / x)"].function, "same_rank_rule")
+    assert hasattr(prims["0.5 * (x + a / x)"].function, "batch_rule")
     made = _count_wrappers(monkeypatch)
     np.testing.assert_allclose(newton(a), np.sqrt(a))
     assert made == []  # no BatchedArray: operators and truthy ran on the raw rows
@@ -75,22 +75,30 @@ def test_only_operators_over_parameters_and_numbers_get_the_rule(source_line, ha
     fn = ctx.batch(namespace["f"])
     x = np.array([0.5, 1.0, 3.0])
     prims = _prims(fn, x)
-    ruled = [label for label, op in prims.items() if hasattr(op.function, "same_rank_rule")]
+    ruled = [label for label, op in prims.items() if hasattr(op.function, "batch_rule")]
     assert bool(ruled) == has_rule, prims
     want = np.stack([fn(x[i : i + 1])[0] for i in range(3)])
     np.testing.assert_array_equal(fn(x), want)
     np.testing.assert_array_equal(fn(x), fn(x, dry_run=True))
 
 
-def test_mixed_ranks_still_broadcast_per_example():
+def test_mixed_ranks_broadcast_per_example_on_the_raw_rows(monkeypatch):
     ctx = pcbatch.Context()
 
     @ctx.batch
-    def scale(v, s):
-        return v * s + s
+    def scale(v, s, m):
+        return v * s + s - (m < s) * m
 
     v, s = np.arange(6.0).reshape(2, 3), np.array([10.0, 20.0])
-    np.testing.assert_array_equal(scale(v, s), v * s[:, None] + s[:, None])
+    m = np.arange(12.0).reshape(2, 2, 3)
+    want = scale(v, s, m, dry_run=True)
+    made = _count_wrappers(monkeypatch)
+    got = scale(v, s, m)
+    assert made == []
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(
+        got, v[:, None] * s[:, None, None] + s[:, None, None] - (m < s[:, None, None]) * m
+    )
 
 
 def test_truthy_of_a_vector_with_one_element_still_reduces_its_shape():
