@@ -2,11 +2,12 @@
 
 The VM needs a small core: variables (register/stack storage with masked
 update, push and pop; a full stack raises `StackFull`), a way to name the threads
-at a block (`Lanes`), placing a primitive's result into those lanes, choosing
-each thread's next block (``select``), and copying values out of the machine
-(``copy_out`` for results, ``to_host`` for the host's bookkeeping: errors,
-profiles). The eager machine (``pcbatch/vm/machine.py``) uses nothing else, so
-any eager array library runs it by implementing this core. The rest of the surface
+at a block (`Lanes`, and those of them where a condition holds), placing a
+primitive's result into those lanes, choosing each thread's next block
+(``select``), and copying values out of the machine (``copy_out`` for results,
+``to_host`` for the host's bookkeeping: errors, profiles). The eager machine
+(``pcbatch/vm/machine.py``) uses nothing else, so any eager array library runs it
+by implementing this core. The rest of the surface
 (``equal``, ``cond``, ``merge_shapes``, ...) is the seed API's NumpyBackend
 surface, kept for users of that API and for the type-inference pass.
 
@@ -77,7 +78,10 @@ class Variable(Protocol):
 
     def update(self, value: Any, lanes: Lanes) -> Variable: ...
 
-    def push(self, value: Any, lanes: Lanes) -> Variable: ...
+    def push(self, value: Any, lanes: Lanes, saved: Any = None) -> Variable:
+        """Saves the top (or ``saved``: the machine's return addresses) on the lanes'
+        stacks and sets the top to ``value``; a full stack raises `StackFull`."""
+        ...
 
     def pop(self, lanes: Lanes) -> Variable: ...
 
@@ -118,6 +122,18 @@ class Backend(Protocol):
         ...
 
     def place(self, value: Any, lanes: Lanes, type_: TensorType) -> Any: ...
+
+    def truth(self, condition: Any) -> Any:
+        """``condition`` (one value per lane) as bools: a number is true where nonzero."""
+        ...
+
+    def count_true(self, mask: Any) -> int:
+        """How many of ``mask``'s bools are true, on the host."""
+        ...
+
+    def lanes_where(self, lanes: Lanes, mask: Any) -> Lanes:
+        """The lanes of ``lanes`` where ``mask`` (a bool per lane, from `truth`) holds."""
+        ...
 
     def select(self, condition: Any, if_true: Any, if_false: Any) -> Any:
         """``if_true`` where ``condition`` is true (for a number: nonzero), else ``if_false``."""

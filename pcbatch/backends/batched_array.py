@@ -341,13 +341,30 @@ _RULES.pop(np.broadcast_to)  # its shape argument is per-example: leave it to th
 
 
 def vectorize(function: Callable) -> Callable:
-    """``function`` written for one example, applied to batched arrays ``[batch, *s]``."""
+    """``function`` written for one example, applied to batched arrays ``[batch, *s]``.
+
+    A function with a ``batch_rule`` (the frontend gives expressions of operators only
+    themselves; `pcbatch.frontend.runtime.truthy` has its own) gets its arguments
+    unwrapped when all are arrays, aligned to one rank as one example's would broadcast
+    (a lower rank padded with 1s after the batch axis): the rule returns what the
+    per-example run would (or NotImplemented, to run per example after all), without
+    the cost of `BatchedArray`'s wrappers on every operation. (For an expression of
+    broadcasting operators, aligning the inputs once is aligning at every operation.)
+    """
 
     from pcbatch.backends import numpy_dispatch
 
     numpy_dispatch.register_with_jax()  # jnp functions on per-example values: per example
 
+    rule = getattr(function, "batch_rule", None)
+
     def batched(*args):
+        if rule is not None and args:
+            raw = _aligned(args)
+            if raw is not None:
+                result = rule(*raw)
+                if result is not NotImplemented:
+                    return result
         wrapped = [_wrap_input(a) for a in args]
         try:
             result = function(*wrapped)
@@ -361,6 +378,19 @@ def vectorize(function: Callable) -> Callable:
     batched.__name__ = getattr(function, "__name__", "primitive")
     batched.__wrapped__ = function
     return batched
+
+
+def _aligned(args) -> tuple | list | None:
+    """``args`` (batches) aligned to one rank, or None if one is not a NumPy array."""
+    rank, same = args[0].ndim if type(args[0]) is np.ndarray else -1, True
+    for a in args:
+        if type(a) is not np.ndarray:
+            return None
+        if a.ndim != rank:
+            same, rank = False, max(rank, a.ndim)
+    if same:
+        return args
+    return [a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:]) for a in args]
 
 
 class PerExampleFallbackWarning(UserWarning):

@@ -5,8 +5,8 @@ the threads at that block: `Lanes` hold the active row indices, reads gather
 them, writes scatter back. So a block costs what its active threads cost,
 and a user's primitive never sees another thread's junk rows.
 
-Stacks grow on demand (doubling) up to ``max_stack_depth``, so a generous
-depth costs memory only where recursion really goes deep.
+Registers and stacks are `pcbatch.backends.eager_storage`'s, on NumPy's arrays (the
+Torch backend runs the same ones on tensors).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from pcbatch.backends import batched_array
-from pcbatch.backends.base import StackFull
-from pcbatch.ir import setitem
+from pcbatch.backends.base import StackFull  # noqa: F401 - where tests and users find it
+from pcbatch.backends.eager_storage import NumpyArrays, Register, Stack
 from pcbatch.ir.types import TensorType, Type, VariableAllocation, map_pattern
 
 __all__ = ["NumpyBackend", "RegisterVariable", "StackVariable"]
@@ -32,109 +32,34 @@ class NumpyLanes:
     index: np.ndarray | None
     count: int
     batch_size: int
+    _every_row: np.ndarray | None = None  # ``rows()`` of all the lanes, made once
 
     def rows(self) -> np.ndarray:
-        return np.arange(self.batch_size) if self.index is None else self.index
+        if self.index is not None:
+            return self.index
+        if self._every_row is None:
+            self._every_row = np.arange(self.batch_size)
+        return self._every_row
 
 
-class RegisterVariable:
-    """One value per thread; updated in place."""
-
-    def __init__(self, name: str, type_: TensorType, batch_size: int):
-        self.name = name
-        self.type = type_
-        self.top = np.zeros((batch_size,) + tuple(type_.shape), dtype=type_.dtype)
-        self.high_water = 0
-
-    def read(self, lanes: NumpyLanes) -> np.ndarray:
-        if lanes.index is None:
-            view = self.top.view()
-            view.flags.writeable = False  # a primitive must not mutate VM state
-            return view
-        return self.top[lanes.index]
-
-    def update(self, value: np.ndarray, lanes: NumpyLanes) -> RegisterVariable:
-        self._set_top(value, lanes)
-        return self
-
-    def _set_top(self, value: np.ndarray, lanes: NumpyLanes) -> None:
-        if lanes.index is None and np.ndim(value) == 0:
-            self.top = np.full(self.top.shape, value, self.top.dtype)
-        elif lanes.index is None:
-            # Replace rather than overwrite: a full-width read handed out a view of
-            # the old array, and a parallel copy (a, b = b, a) may still read it.
-            self.top = np.array(np.broadcast_to(value, self.top.shape), dtype=self.top.dtype)
-        else:
-            self.top[lanes.index] = value
-
-    def assign_items(self, assignment, value, indices: list, lanes: NumpyLanes):
-        """``top[index] = value`` in place, for the lanes' threads only."""
-        value = np.asarray(value)
-        dims = self.top.shape[1:]
-        wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
-        key = assignment.key(lanes.rows(), [np.asarray(i) for i in indices], wrap)
-        self.top[key] = setitem.align(value, assignment.rest_rank(self.top.ndim))
-        return self
-
-    def clear_stack(self, lanes: NumpyLanes) -> RegisterVariable:
-        return self  # a register has no stack
-
-    def push(self, value, lanes):
-        raise TypeError(f"variable {self.name!r} is a register and has no stack")
-
-    def pop(self, lanes):
-        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+#: NumPy's array operations for the eager machine's storage
+NUMPY_ARRAYS = NumpyArrays()
 
 
-class StackVariable(RegisterVariable):
-    """A register plus a per-thread stack of saved values.
+class RegisterVariable(Register):
+    """One value per thread, in a NumPy array (`pcbatch.backends.eager_storage.Register`)."""
 
-    The top lives in ``top`` so reads cost what a register's do; ``stack``
-    holds the saved values below it and ``depth`` counts them per thread.
-    """
+    def __init__(self, name: str, type_: TensorType, batch_size: int, arrays=NUMPY_ARRAYS):
+        super().__init__(name, type_, batch_size, arrays)
 
-    def __init__(self, name: str, type_: TensorType, batch_size: int, max_depth: int):
-        super().__init__(name, type_, batch_size)
-        self.max_depth = max_depth
-        self.depth = np.zeros(batch_size, dtype=np.int64)
-        capacity = min(max_depth, 4)
-        self.stack = np.zeros((capacity, batch_size) + tuple(type_.shape), dtype=type_.dtype)
 
-    def _grow_to(self, needed: int) -> None:
-        capacity = len(self.stack)
-        if needed <= capacity:
-            return
-        new_capacity = min(self.max_depth, max(needed, 2 * capacity))
-        extra = np.zeros((new_capacity - capacity,) + self.stack.shape[1:], self.stack.dtype)
-        self.stack = np.concatenate([self.stack, extra])
+class StackVariable(Stack, RegisterVariable):
+    """A register plus a per-thread stack (`pcbatch.backends.eager_storage.Stack`)."""
 
-    def push(self, value: np.ndarray, lanes: NumpyLanes) -> StackVariable:
-        rows = lanes.rows()
-        if not len(rows):
-            return self
-        depth = self.depth[rows]
-        deepest = int(depth.max())
-        if deepest >= self.max_depth:
-            raise StackFull(self.name, rows[depth >= self.max_depth])
-        self._grow_to(deepest + 1)
-        self.stack[depth, rows] = self.top[rows]
-        self.depth[rows] = depth + 1
-        self.high_water = max(self.high_water, deepest + 1)
-        self._set_top(value, lanes)
-        return self
-
-    def clear_stack(self, lanes: NumpyLanes) -> StackVariable:
-        self.depth[lanes.rows()] = 0
-        return self
-
-    def pop(self, lanes: NumpyLanes) -> StackVariable:
-        rows = lanes.rows()
-        depth = self.depth[rows] - 1
-        if len(depth) and depth.min() < 0:
-            raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
-        self.depth[rows] = depth
-        self._set_top(self.stack[depth, rows], lanes)
-        return self
+    def __init__(
+        self, name: str, type_: TensorType, batch_size: int, max_depth: int, arrays=NUMPY_ARRAYS
+    ):
+        Stack.__init__(self, name, type_, batch_size, max_depth, arrays)
 
 
 def may_cast(have: np.dtype, want: np.dtype) -> bool:
@@ -179,6 +104,7 @@ class NumpyBackend:
     gathers_active_rows = True
     measures_stack_depth = True
     variable_class = RegisterVariable
+    arrays = NUMPY_ARRAYS  # what the registers and stacks are made of
 
     def __init__(self, safety_checks: bool = True):
         self.safety_checks = bool(safety_checks)
@@ -195,7 +121,7 @@ class NumpyBackend:
 
     def lanes_at(self, program_counter: np.ndarray, block_index: int) -> NumpyLanes:
         size = len(program_counter)
-        index = np.flatnonzero(program_counter == block_index)
+        index = (program_counter == block_index).nonzero()[0]
         if len(index) == size:
             return NumpyLanes(None, size, size)
         return NumpyLanes(index, len(index), size)
@@ -226,6 +152,20 @@ class NumpyBackend:
                 raise TypeError(f"got dtype {array.dtype}, expected {np.dtype(type_.dtype)}")
             array = array.astype(type_.dtype)
         return np.broadcast_to(array, target)
+
+    def truth(self, condition) -> np.ndarray:
+        """``condition`` as bools (a number: nonzero)."""
+        if getattr(condition, "dtype", None) != np.bool_:
+            return np.asarray(condition) != 0
+        return condition
+
+    def count_true(self, mask: np.ndarray) -> int:
+        return int(np.count_nonzero(mask))
+
+    def lanes_where(self, lanes: NumpyLanes, mask: np.ndarray) -> NumpyLanes:
+        """The lanes, of ``lanes``, where ``mask`` (one bool per lane) holds."""
+        index = mask.nonzero()[0] if lanes.index is None else lanes.index[mask]
+        return NumpyLanes(index, len(index), lanes.batch_size)
 
     def gather(self, value: np.ndarray, lanes: NumpyLanes) -> np.ndarray:
         return value if lanes.index is None else value[lanes.index]

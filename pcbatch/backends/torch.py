@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from pcbatch.backends import batched_array
-from pcbatch.backends.base import StackFull
+from pcbatch.backends.eager_storage import Register, Stack
 from pcbatch.backends.numpy import NumpyBackend, may_cast
 from pcbatch.backends.scalars import BatchedValueError
 from pcbatch.backends.torch_values import (
@@ -42,8 +42,14 @@ from pcbatch.backends.torch_values import (
     OneExample,
     TorchBatched,
 )
-from pcbatch.ir import setitem
-from pcbatch.ir.types import TensorType, flatten, is_pattern_node, map_pattern, rebuild
+from pcbatch.ir.types import (
+    TensorType,
+    VariableAllocation,
+    flatten,
+    is_pattern_node,
+    map_pattern,
+    rebuild,
+)
 
 __all__ = ["TorchBackend"]
 
@@ -104,106 +110,54 @@ class TorchLanes:
         return self.index
 
 
-class TorchRegister:
-    """One value per thread, in a torch tensor; updated in place."""
+class TorchArrays:
+    """`pcbatch.backends.eager_storage.EagerArrays` on torch tensors on ``device``: the
+    eager machine's registers and stacks are the same classes as on NumPy."""
 
-    def __init__(self, name: str, type_: TensorType, batch_size: int, device):
-        self.name = name
-        self.type = type_
-        self.top = torch.zeros(
-            (batch_size, *type_.shape), dtype=_storage_dtype(type_.dtype), device=device
-        )
-        self.dtype = torch_dtype(type_.dtype)  # the values' own (top's, or carried in it)
-        self.high_water = 0
+    converts = True  # Python numbers, NumPy arrays and carried dtypes need converting
 
-    def read(self, lanes: TorchLanes) -> torch.Tensor:
-        value = self.top if lanes.index is None else self.top[lanes.index]
-        return value if value.dtype == self.dtype else value.to(self.dtype)
+    def __init__(self, device):
+        self.device = device
 
-    def update(self, value: torch.Tensor, lanes: TorchLanes) -> TorchRegister:
-        self._set_top(value, lanes)
-        return self
+    def zeros(self, shape: tuple, dtype: Any) -> torch.Tensor:
+        return torch.zeros(shape, dtype=_storage_dtype(dtype), device=self.device)
 
-    def _set_top(self, value: torch.Tensor, lanes: TorchLanes) -> None:
-        if not isinstance(value, torch.Tensor):  # a block number the machine jumps to
-            value = torch.as_tensor(value, dtype=self.top.dtype, device=self.top.device)
-        elif value.dtype != self.top.dtype:  # the machine's own values (program counters)
-            value = value.to(self.top.dtype)
-        if lanes.index is None:
-            # Replace rather than overwrite: a full-width read handed out the old tensor,
-            # and a parallel copy (a, b = b, a) may still read it.
-            self.top = value.expand(self.top.shape).clone()
-        else:
-            self.top[lanes.index] = value
+    def counters(self, size: int) -> torch.Tensor:
+        return torch.zeros(size, dtype=torch.int64, device=self.device)
 
-    def assign_items(self, assignment, value, indices: list, lanes: TorchLanes):
-        """``top[index] = value`` in place, for the lanes' threads only."""
-        dims = self.top.shape[1:]
-        wrap = lambda i, axis: torch.where(i < 0, i + dims[axis], i)
-        key = assignment.key(lanes.rows(), [_as_index(i, self.top.device) for i in indices], wrap)
-        value = torch.as_tensor(value, device=self.top.device).to(self.top.dtype)
-        self.top[key] = setitem.align(value, assignment.rest_rank(self.top.ndim))
-        return self
+    def concatenate(self, arrays: list) -> torch.Tensor:
+        return torch.cat(arrays)
 
-    def clear_stack(self, lanes: TorchLanes) -> TorchRegister:
-        return self  # a register has no stack
+    def whole(self, top: torch.Tensor, dtype: Any) -> torch.Tensor:
+        return _as_values(top, dtype)
 
-    def push(self, value, lanes):
-        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+    def rows_of(self, array: torch.Tensor, index: torch.Tensor, dtype: Any) -> torch.Tensor:
+        return _as_values(array[index], dtype)
 
-    def pop(self, lanes):
-        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+    def storable(self, value: Any, like: torch.Tensor) -> torch.Tensor:
+        if not isinstance(value, torch.Tensor):  # a block number, a NumPy value
+            return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+        return value if value.dtype == like.dtype else value.to(like.dtype)
+
+    def filled(self, value: Any, like: torch.Tensor) -> torch.Tensor:
+        return self.storable(value, like).expand(like.shape).clone()
+
+    def to_host(self, value: Any) -> np.ndarray:
+        if isinstance(value, torch.Tensor):
+            return value.detach().cpu().numpy()
+        return np.asarray(value)
+
+    def wrap_negative(self, index: torch.Tensor, size: int) -> torch.Tensor:
+        return torch.where(index < 0, index + size, index)
+
+    def as_index(self, value: Any, like: torch.Tensor) -> torch.Tensor:
+        return torch.as_tensor(value, device=like.device).to(torch.int64)
 
 
-def _as_index(value, device) -> torch.Tensor:
-    return torch.as_tensor(value, device=device).to(torch.int64)
-
-
-class TorchStack(TorchRegister):
-    """A register plus a per-thread stack of saved values (grown on demand, doubling)."""
-
-    def __init__(self, name: str, type_: TensorType, batch_size: int, max_depth: int, device):
-        super().__init__(name, type_, batch_size, device)
-        self.max_depth = max_depth
-        self.depth = torch.zeros(batch_size, dtype=torch.int64, device=device)
-        capacity = min(max_depth, 4)
-        self.stack = self.top.new_zeros((capacity, *self.top.shape))
-
-    def _grow_to(self, needed: int) -> None:
-        capacity = len(self.stack)
-        if needed <= capacity:
-            return
-        new_capacity = min(self.max_depth, max(needed, 2 * capacity))
-        extra = self.stack.new_zeros((new_capacity - capacity, *self.stack.shape[1:]))
-        self.stack = torch.cat([self.stack, extra])
-
-    def push(self, value: torch.Tensor, lanes: TorchLanes) -> TorchStack:
-        rows = lanes.rows()
-        if not len(rows):
-            return self
-        depth = self.depth[rows]
-        deepest = int(depth.max())
-        if deepest >= self.max_depth:
-            raise StackFull(self.name, rows[depth >= self.max_depth].cpu().numpy())
-        self._grow_to(deepest + 1)
-        self.stack[depth, rows] = self.top[rows]
-        self.depth[rows] = depth + 1
-        self.high_water = max(self.high_water, deepest + 1)
-        self._set_top(value, lanes)
-        return self
-
-    def clear_stack(self, lanes: TorchLanes) -> TorchStack:
-        self.depth[lanes.rows()] = 0
-        return self
-
-    def pop(self, lanes: TorchLanes) -> TorchStack:
-        rows = lanes.rows()
-        depth = self.depth[rows] - 1
-        if len(depth) and int(depth.min()) < 0:
-            raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
-        self.depth[rows] = depth
-        self._set_top(self.stack[depth, rows], lanes)
-        return self
+def _as_values(tensor: torch.Tensor, dtype: Any) -> torch.Tensor:
+    """``tensor`` (storage) in the torch dtype of NumPy ``dtype`` (a carried one differs)."""
+    want = torch_dtype(dtype)
+    return tensor if tensor.dtype == want else tensor.to(want)
 
 
 class TorchBackend(NumpyBackend):
@@ -220,11 +174,12 @@ class TorchBackend(NumpyBackend):
     name = "torch"
     gathers_active_rows = True
     measures_stack_depth = True
-    variable_class = TorchRegister
+    variable_class = Register
 
     def __init__(self, device: Any = None, safety_checks: bool = True):
         super().__init__(safety_checks)
         self.device = torch.device(device) if device is not None else torch.get_default_device()
+        self.arrays = TorchArrays(self.device)
         #: the primitives that ran on the host (NumPy's machinery), by name, with the reason
         self.host_primitives: dict[str, str] = {}
 
@@ -233,11 +188,9 @@ class TorchBackend(NumpyBackend):
 
     # -- the VM core -------------------------------------------------------
     def create_variable(self, name, alloc, type_, max_stack_depth, batch_size):
-        from pcbatch.ir.types import VariableAllocation
-
         if alloc == VariableAllocation.FULL:
-            return TorchStack(name, type_, batch_size, max_stack_depth, self.device)
-        return TorchRegister(name, type_, batch_size, self.device)
+            return Stack(name, type_, batch_size, max_stack_depth, self.arrays)
+        return Register(name, type_, batch_size, self.arrays)
 
     def all_lanes(self, batch_size: int) -> TorchLanes:
         return TorchLanes(None, batch_size, batch_size, self.device)
@@ -347,6 +300,17 @@ class TorchBackend(NumpyBackend):
             torch.as_tensor(if_true, device=self.device),
             torch.as_tensor(if_false, device=self.device),
         )
+
+    def truth(self, condition) -> torch.Tensor:
+        condition = torch.as_tensor(condition, device=self.device)
+        return condition if condition.dtype == torch.bool else condition != 0
+
+    def count_true(self, mask: torch.Tensor) -> int:
+        return int(torch.count_nonzero(mask))
+
+    def lanes_where(self, lanes: TorchLanes, mask: torch.Tensor) -> TorchLanes:
+        index = lanes.rows()[mask]
+        return TorchLanes(index, len(index), lanes.batch_size, self.device)
 
     def to_host(self, value) -> np.ndarray:
         if isinstance(value, torch.Tensor):

@@ -31,6 +31,16 @@ def truthy(x):
     return x.astype(bool) if hasattr(x, "astype") else np.bool_(x)
 
 
+def _truthy_of_scalars(x):
+    """`truthy` on a raw batch of per-example scalars (`batched_array.vectorize`'s rule)."""
+    if x.ndim != 1:
+        return NotImplemented
+    return x if x.dtype == np.bool_ else x.astype(bool)
+
+
+truthy.batch_rule = _truthy_of_scalars
+
+
 def _tf_truthy(x):
     """`truthy` of a `tf.Tensor` (eager or symbolic: no NumPy conversion)."""
     import tensorflow as tf

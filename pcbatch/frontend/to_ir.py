@@ -420,6 +420,10 @@ class Translator:
         ast.fix_missing_locations(expression)
         code = compile(expression, self.parsed.filename, "eval")
         function = eval(code, self.namespace)  # noqa: S307 - the user's own expression
+        if _operators_only(residual, frozenset(params)):
+            # Raw batches aligned to one rank compute it as one example would: NumPy's
+            # vectorize may skip its per-example wrappers (`batched_array.vectorize`).
+            function.batch_rule = function
         return self.fb.prim(
             function, *params, out=self.out(out), name=_label(residual), per_example=True
         )
@@ -692,6 +696,36 @@ def _flat(pattern: Any) -> list:
 
 def _identity(*values):
     return values[0] if len(values) == 1 else tuple(values)
+
+
+#: Operators whose NumPy ufunc on batches of one rank is the per-example operation
+#: (``**`` is left out: NumPy's ndarray power takes shortcuts for some exponents).
+_ELEMENTWISE_OPERATORS = (
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod,
+    ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift,
+    ast.USub, ast.UAdd, ast.Invert,
+    ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq,
+)
+
+
+def _operators_only(node: ast.expr, params: frozenset) -> bool:
+    """Whether ``node`` is built of arithmetic and single comparisons over the primitive's
+    parameters and number literals only: no calls, attributes, globals or chains, so on
+    arrays of one rank with the batch in front it computes each example's value."""
+    if isinstance(node, ast.Name):
+        return node.id in params
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float, bool)
+    if isinstance(node, ast.BinOp):
+        return (isinstance(node.op, _ELEMENTWISE_OPERATORS)
+                and _operators_only(node.left, params) and _operators_only(node.right, params))
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, _ELEMENTWISE_OPERATORS) and _operators_only(node.operand, params)
+    if isinstance(node, ast.Compare):
+        return (len(node.ops) == 1 and isinstance(node.ops[0], _ELEMENTWISE_OPERATORS)
+                and _operators_only(node.left, params)
+                and _operators_only(node.comparators[0], params))
+    return False
 
 
 def _free_locals(node: ast.AST, locals_: frozenset) -> list:

@@ -68,6 +68,7 @@ __all__ = [
     "loop",
     "measure_depth",
     "overflow_error",
+    "recount",
     "start",
 ]
 
@@ -88,6 +89,9 @@ class _Run:
     profile: Any
     labels: tuple
     owners: dict
+    #: threads per block (the last entry: halted), kept as they move while a `policy`
+    #: plan chooses the blocks; None otherwise (the lowest program counter runs)
+    counts: Any = None
 
 
 # ---------------------------------------------------------------------------
@@ -111,6 +115,68 @@ def _read(run: _Run, name: str, lanes, env: dict):
     return value
 
 
+def _reader(program: Program, name: str) -> Any:
+    """``read(run, lanes, env)``: `_read` of ``name``, its structure looked at once, here."""
+    type_ = program.var_types.get(name)
+    if type_ is None or not _is_stored(program, name):
+        return lambda run, lanes, env: _read(run, name, lanes, env)
+    if is_pattern_node(type_.tensors):
+        each = _leafwise(type_.tensors)
+
+        def read_pattern(run, lanes, env):
+            value = env.get(name)
+            if value is None:
+                value = env[name] = each(lambda var: var.read(lanes), run.variables[name])
+            return value
+
+        return read_pattern
+
+    def read(run, lanes, env):
+        value = env.get(name)
+        if value is None:
+            value = env[name] = run.variables[name].read(lanes)
+        return value
+
+    return read
+
+
+def _is_stored(program: Program, name: str) -> bool:
+    """Whether the machine stores ``name`` (a register or a stack)."""
+    return program.alloc_of(name) in (VariableAllocation.REGISTER, VariableAllocation.FULL)
+
+
+def _leafwise(pattern) -> Any:
+    """``apply(fn, *nodes)``: `map_pattern` specialized to ``pattern``'s structure, for
+    nodes the machine made to match it (no checks, no type tests per call)."""
+    if not is_pattern_node(pattern):
+        return lambda fn, *leaves: fn(*leaves)
+    parts = [_leafwise(p) for p in pattern]
+    kind, named = type(pattern), hasattr(pattern, "_fields")
+
+    def apply(fn, *nodes):
+        items = [part(fn, *leaves) for part, *leaves in zip(parts, *nodes)]
+        return kind(*items) if named else kind(items)
+
+    return apply
+
+
+def _leafwise_checked(pattern) -> Any:
+    """``apply(fn, node)``: `_leafwise` for a node made elsewhere (a primitive's result),
+    checked to have ``pattern``'s structure (a ValueError if not, as `map_pattern`)."""
+    if not is_pattern_node(pattern):
+        return lambda fn, value: fn(pattern, value)
+    parts = [_leafwise_checked(p) for p in pattern]
+    kind, named = type(pattern), hasattr(pattern, "_fields")
+
+    def apply(fn, value):
+        if not is_pattern_node(value) or len(value) != len(parts):
+            raise ValueError(f"pattern structures differ: {pattern!r} vs {value!r}")
+        items = [part(fn, v) for part, v in zip(parts, value)]
+        return kind(*items) if named else kind(items)
+
+    return apply
+
+
 def _place(run: _Run, name: str, value, lanes, op) -> Any:
     var_type = run.program.var_types[name]
     try:
@@ -127,10 +193,11 @@ def _place(run: _Run, name: str, value, lanes, op) -> Any:
         ) from None
 
 
-def _writer(program: Program, op, names) -> Any:
+def _writer(program: Program, op, names, placed_already: bool = False) -> Any:
     """``write(run, value, lanes, env)`` for ``op``'s results into the variables ``names``,
     with every per-instruction decision (allocation, type, push) taken once, here: the
-    interpreter pays per execution only for the work itself."""
+    interpreter pays per execution only for the work itself. ``placed_already``: the
+    values come in place (a copy between variables of one type)."""
     if is_pattern_node(names):
         parts = [_writer(program, op, n) for n in names]
 
@@ -152,18 +219,40 @@ def _writer(program: Program, op, names) -> Any:
     push = names not in op.skip_push_mask and alloc == VariableAllocation.FULL
     temporary = alloc == VariableAllocation.TEMPORARY
     if is_pattern_node(tensors):
-        return lambda run, value, lanes, env: _write_pattern(
-            run, names, _place(run, names, value, lanes, op), lanes, env, temporary, push
-        )
+        method = "push" if push else "update"
+        each, each_checked = _leafwise(tensors), _leafwise_checked(tensors)
+
+        def write_pattern(run, value, lanes, env) -> None:
+            try:
+                placed = each_checked(
+                    lambda t, v: run.backend.place(v, lanes, t, batched), value
+                )
+            except (TypeError, ValueError):
+                placed = _place(run, names, value, lanes, op)  # raises, naming the primitive
+            env[names] = placed
+            if not temporary:
+                store = lambda var, v: getattr(var, method)(v, lanes)  # noqa: E731
+                run.variables[names] = each(store, run.variables[names], placed)
+
+        return write_pattern
+
+    def place(run, value, lanes):
+        if placed_already:
+            return value
+        try:
+            return run.backend.place(value, lanes, tensors, batched)
+        except (TypeError, ValueError):
+            return _place(run, names, value, lanes, op)  # raises, naming the primitive
+
+    if temporary:
+
+        def write_temporary(run, value, lanes, env) -> None:
+            env[names] = place(run, value, lanes)
+
+        return write_temporary
 
     def write(run, value, lanes, env) -> None:
-        try:
-            placed = run.backend.place(value, lanes, tensors, batched)
-        except (TypeError, ValueError):
-            placed = _place(run, names, value, lanes, op)  # raises, naming the primitive
-        env[names] = placed
-        if temporary:
-            return
+        placed = env[names] = place(run, value, lanes)
         storage = run.variables[names]
         if push:
             run.variables[names] = storage.push(placed, lanes)
@@ -171,16 +260,6 @@ def _writer(program: Program, op, names) -> Any:
             run.variables[names] = storage.update(placed, lanes)
 
     return write
-
-
-def _write_pattern(run: _Run, name: str, placed, lanes, env: dict, temporary, push) -> None:
-    env[name] = placed
-    if temporary:
-        return
-    method = "push" if push else "update"
-    run.variables[name] = map_pattern(
-        lambda var, v: getattr(var, method)(v, lanes), run.variables[name], placed
-    )
 
 
 # ---------------------------------------------------------------------------
@@ -191,19 +270,19 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
     """``step(run, lanes, env)`` running one primitive instruction."""
     if setitem.is_in_place(op, program):
         return lambda run, lanes, env: _set_items_in_place(run, op, lanes, env)
-    write = _writer(program, op, op.vars_out)
     names = op.vars_in
     if op.is_copy and len(names) == 1:
-        (name,) = names
-        return lambda run, lanes, env: write(run, _read(run, name, lanes, env), lanes, env)
+        return _copy_step(program, op)
+    write = _writer(program, op, op.vars_out)
     if op.is_copy:
         return lambda run, lanes, env: write(
             run, tuple([_read(run, v, lanes, env) for v in names]), lanes, env
         )
     function = op.batched_function(backend)
+    readers = [_reader(program, v) for v in names]
 
     def step(run, lanes, env) -> None:
-        inputs = [_read(run, v, lanes, env) for v in names]
+        inputs = [read(run, lanes, env) for read in readers]
         if run.profile is not None:
             run.profile.record_primitive(op.label, lanes.count, run.batch_size)
         try:
@@ -214,6 +293,33 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
         write(run, outputs, lanes, env)
 
     return step
+
+
+def _copy_step(program: Program, op: PrimOp) -> Any:
+    """``step(run, lanes, env)`` of a copy ``out = name``: a push of a variable's own value
+    saves its top and leaves it (`Stack.save`); between variables of one type the value
+    read is already in place."""
+    (name,) = op.vars_in
+    out, types = op.vars_out, program.var_types
+    if (
+        out == name
+        and name not in op.skip_push_mask
+        and program.alloc_of(name) == VariableAllocation.FULL
+    ):
+        each = _leafwise(types[name].tensors)
+
+        def save(run, lanes, env) -> None:
+            run.variables[name] = each(lambda var: var.save(lanes), run.variables[name])
+
+        return save
+    same = (
+        isinstance(out, str)
+        and name in types
+        and types.get(out) == types[name]
+        and not is_pattern_node(types[name].tensors)
+    )
+    write, read = _writer(program, op, out, placed_already=same), _reader(program, name)
+    return lambda run, lanes, env: write(run, read(run, lanes, env), lanes, env)
 
 
 def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
@@ -232,78 +338,113 @@ def _set_items_in_place(run: _Run, op: PrimOp, lanes, env: dict) -> None:
     env.pop(target, None)
 
 
-def _pop_step(op: PopOp) -> Any:
+def _pop_step(program: Program, op: PopOp) -> Any:
+    pops = [(name, _leafwise(program.var_types[name].tensors)) for name in op.vars]
+
     def step(run, lanes, env) -> None:
-        for name in op.vars:
+        for name, each in pops:
             env.pop(name, None)
-            run.variables[name] = map_pattern(lambda var: var.pop(lanes), run.variables[name])
+            run.variables[name] = each(lambda var: var.pop(lanes), run.variables[name])
 
     return step
 
 
-def _chooser(cond_var: str, if_true: int, if_false: int) -> Any:
-    """``choose(run, lanes, env)``: each lane's next block, ``if_true`` where ``cond_var``
-    holds, else ``if_false``."""
-
-    def choose(run, lanes, env):
-        return run.backend.select(_read(run, cond_var, lanes, env), if_true, if_false)
-
-    return choose
+def _move(run: _Run, block: int, count: int, target: int) -> None:
+    """Counts ``count`` threads leaving ``block`` for ``target`` (where the run counts)."""
+    counts = run.counts
+    if counts is not None:
+        counts[block] -= count
+        counts[target] += count
 
 
-def _terminator_step(program: Program, term) -> Any:
+def _split(run: _Run, block: int, lanes, truth, if_true: int, if_false: int) -> None:
+    """Counts the lanes' threads leaving ``block``: to ``if_true`` where ``truth``."""
+    if run.counts is not None:
+        taken = run.backend.count_true(truth)
+        _move(run, block, taken, if_true)
+        _move(run, block, lanes.count - taken, if_false)
+
+
+def _terminator_step(program: Program, term, block: int) -> Any:
     """``step(run, lanes, env)`` moving the lanes' program counters (the variable's
     ``update`` and ``push`` broadcast and cast them)."""
     index = program.graph.index
     if isinstance(term, BranchOp):
-        choose = _chooser(term.cond_var, index(term.true_target), index(term.false_target))
-
-        def branch(run, lanes, env) -> None:
-            run.pc = run.pc.update(choose(run, lanes, env), lanes)
-
-        return branch
+        return _branch(term.cond_var, block, index(term.true_target), index(term.false_target))
     if isinstance(term, GotoOp):
-        return _set_pc(index(term.target))
+        return _set_pc(block, index(term.target))
     if isinstance(term, PushGotoOp):
-        return _call(program, term)
+        return _call(program, term, block)
     if isinstance(term, IndirectGotoOp):
-
-        def ret(run, lanes, env) -> None:
-            run.pc = run.pc.pop(lanes)
-
-        return ret
+        return _return(block)
     if isinstance(term, HaltOp):
-        return _set_pc(len(program.graph))
+        return _set_pc(block, len(program.graph))
     raise PcbatchError(f"{type(term).__name__} cannot end a lowered block")
 
 
-def _set_pc(target: int) -> Any:
+def _branch(cond_var: str, block: int, if_true: int, if_false: int) -> Any:
+    def branch(run, lanes, env) -> None:
+        backend = run.backend
+        truth = backend.truth(_read(run, cond_var, lanes, env))
+        _split(run, block, lanes, truth, if_true, if_false)
+        # A loop's threads going round stay at this block: only the others move.
+        if if_true == block:
+            run.pc = run.pc.update(if_false, backend.lanes_where(lanes, ~truth))
+        elif if_false == block:
+            run.pc = run.pc.update(if_true, backend.lanes_where(lanes, truth))
+        else:
+            run.pc = run.pc.update(backend.select(truth, if_true, if_false), lanes)
+
+    return branch
+
+
+def _set_pc(block: int, target: int) -> Any:
     def goto(run, lanes, env) -> None:
-        run.pc = run.pc.update(target, lanes)
+        _move(run, block, lanes.count, target)
+        if target != block:
+            run.pc = run.pc.update(target, lanes)
 
     return goto
 
 
-def _call(program: Program, term: PushGotoOp) -> Any:
+def _return(block: int) -> Any:
+    def ret(run, lanes, env) -> None:
+        run.pc = run.pc.pop(lanes)
+        if run.counts is not None:
+            landed = run.backend.to_host(run.pc.read(lanes))
+            run.counts[block] -= lanes.count
+            run.counts += np.bincount(landed, minlength=len(run.counts))
+
+    return ret
+
+
+def _call(program: Program, term: PushGotoOp, block: int) -> Any:
+    """Pushes the return address and jumps (both at once: `Variable.push`'s ``saved``)."""
     index = program.graph.index
     target, back = index(term.target), index(term.return_target)
-    choose = None
-    if term.cond_var is not None:
-        choose = _chooser(term.cond_var, target, index(term.false_target))
+    if term.cond_var is None:
 
-    def call(run, lanes, env) -> None:
-        callee = target if choose is None else choose(run, lanes, env)
-        run.pc = run.pc.update(back, lanes)
-        run.pc = run.pc.push(callee, lanes)
+        def call(run, lanes, env) -> None:
+            _move(run, block, lanes.count, target)
+            run.pc = run.pc.push(target, lanes, saved=back)
 
-    return call
+        return call
+    otherwise = index(term.false_target)
+
+    def call_either(run, lanes, env) -> None:
+        truth = run.backend.truth(_read(run, term.cond_var, lanes, env))
+        _split(run, block, lanes, truth, target, otherwise)
+        callee = run.backend.select(truth, target, otherwise)
+        run.pc = run.pc.push(callee, lanes, saved=back)
+
+    return call_either
 
 
 def _instruction_step(program: Program, op, backend) -> Any:
     if isinstance(op, PrimOp):
         return _prim_step(program, op, backend)
     if isinstance(op, PopOp):
-        return _pop_step(op)
+        return _pop_step(program, op)
     raise PcbatchError(f"{type(op).__name__} in a lowered block (a compiler bug)")
 
 
@@ -311,7 +452,7 @@ def block_runner(program: Program, block, backend):
     """``run_block(run, lanes)``: the block compiled into one closure per instruction
     (per-example primitives vectorized once per run, not once per step)."""
     steps = [_instruction_step(program, op, backend) for op in block.instructions]
-    steps.append(_terminator_step(program, block.terminator))
+    steps.append(_terminator_step(program, block.terminator, program.graph.index(block.label)))
 
     def run_block(run: _Run, lanes) -> None:
         env: dict = {}
@@ -437,34 +578,57 @@ def start(program: Program, args: Sequence, backend, batch_size: int, max_stack_
 def loop(run: _Run, runners: list, max_steps: int | None, after_block=None) -> None:
     """Steps until every thread halts; ``runners``: each block's `block_runner`;
     ``after_block(index)`` (if given) runs after each block execution and may start
-    new threads (`pcbatch.vm.refill`)."""
-    backend, everyone = run.backend, run.backend.all_lanes(run.batch_size)
+    new threads (`pcbatch.vm.refill`, which calls `recount` then)."""
+    backend, size = run.backend, run.batch_size
+    everyone = backend.all_lanes(size)
     plan = policy.plan_for(run.program, refill=after_block is not None)
-    # Static policies without sync points: the lowest program counter, as the seed.
-    next_block = (
-        backend.next_block if plan is None else policy.Scheduler(plan, backend.to_host).next_block
-    )
+    scheduler = None if plan is None else policy.Scheduler(plan, backend.to_host)
+    if scheduler is not None:
+        run.counts = _counted(run)
     halt = len(run.program.graph)
     steps = 0
     while True:
-        pc = run.pc.read(everyone)
-        block = next_block(pc)
+        if scheduler is None:
+            # Static policies without sync points: the lowest program counter, as the seed.
+            pc = run.pc.read(everyone)
+            block = backend.next_block(pc)
+        else:
+            pc = None
+            block = scheduler.choose(run.counts)
         if block >= halt:
             return
         if max_steps is not None and steps >= max_steps:
+            pc = run.pc.read(everyone)
             raise step_limit_error(run.program, backend.to_host(pc), max_steps)
-        lanes = backend.lanes_at(pc, block)
+        if pc is None and run.counts[block] == size:
+            lanes = everyone  # every thread is here: no pass to find them
+        else:
+            pc = run.pc.read(everyone) if pc is None else pc
+            lanes = backend.lanes_at(pc, block)
         if run.profile is None:
             runners[block](run, lanes)
         else:
-            _profiled_step(run, runners[block], block, lanes, pc, halt)
+            _profiled_step(run, runners[block], block, lanes, halt)
         if after_block is not None:
             after_block(block)
         steps += 1
 
 
-def _profiled_step(run: _Run, runner, block: int, lanes, pc, halt: int) -> None:
+def recount(run: _Run) -> None:
+    """Counts the threads at each block afresh, where the run counts them (after threads
+    started outside the loop)."""
+    if run.counts is not None:
+        run.counts = _counted(run)
+
+
+def _counted(run: _Run) -> np.ndarray:
+    pc = run.backend.to_host(run.pc.read(run.backend.all_lanes(run.batch_size)))
+    return np.bincount(pc, minlength=len(run.program.graph) + 1)
+
+
+def _profiled_step(run: _Run, runner, block: int, lanes, halt: int) -> None:
     """Runs one block and records it, with its wall time (only while a profile is active)."""
+    pc = run.pc.read(run.backend.all_lanes(run.batch_size))
     live = int(np.count_nonzero(run.backend.to_host(pc) < halt))
     start = time.perf_counter()
     runner(run, lanes)

@@ -283,7 +283,12 @@ class Scheduler:
         self.exits = frozenset(np.flatnonzero(plan.exits).tolist())
 
     def next_block(self, pc) -> int:
-        counts = np.bincount(self.to_host(pc), minlength=self.plan.halt + 1)
+        return self.choose(np.bincount(self.to_host(pc), minlength=self.plan.halt + 1))
+
+    def choose(self, counts) -> int:
+        """The block to run, from ``counts``: how many threads sit at each block (at least
+        ``plan.halt`` entries; the eager machine keeps them as threads move, so that a step
+        needs no pass over every thread's program counter)."""
         holding = np.flatnonzero(counts[: self.plan.halt]).tolist()
         if not holding:
             self.wait = {}

@@ -191,3 +191,4 @@ class _Feeder:
         run.pc = run.pc.clear_stack(lanes)
         run.pc = run.pc.update(run.backend.place(self.halt, lanes, machine.PC_TYPE), lanes)
         run.pc = run.pc.push(run.backend.place(0, lanes, machine.PC_TYPE), lanes)
+        machine.recount(run)

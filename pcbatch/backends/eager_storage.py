@@ -1,0 +1,235 @@
+"""The eager machine's registers and stacks, one implementation for every eager backend.
+
+A `Register` holds one value per thread in an array ``top`` of shape ``[batch, *shape]``;
+a `Stack` adds, per thread, the values saved below it (``stack[depth, row]``) and their
+count (``depth``). Both are written for the array operations an eager backend supplies
+(`EagerArrays`: NumPy's here, torch's in `pcbatch.backends.torch`), through Python's
+indexing syntax, which NumPy arrays and torch tensors share. The few places where the
+libraries differ (allocation, joining, a fresh full-width copy, the conversions torch
+needs) go through the operations; NumPy's hot path pays one flag test for them.
+
+Reads of some threads gather their rows, writes scatter them back; a read of every
+thread hands out a view that a primitive cannot write to (on NumPy), and a write of
+every thread replaces ``top`` with a fresh array: an earlier full-width read may still be
+in use (a parallel copy ``a, b = b, a`` reads both before writing either).
+
+Stacks grow on demand (doubling) up to ``max_depth``, so a generous depth costs memory
+only where recursion really goes deep; a push beyond it raises `StackFull`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from pcbatch.backends.base import StackFull
+from pcbatch.ir import setitem
+from pcbatch.ir.types import TensorType
+
+__all__ = ["EagerArrays", "NumpyArrays", "Register", "Stack"]
+
+
+class EagerArrays(Protocol):
+    """The array operations the storage needs from an eager backend."""
+
+    #: whether stored values need `storable` before a scatter (NumPy casts by itself)
+    converts: bool
+
+    def zeros(self, shape: tuple, dtype: Any) -> Any:
+        """Zeros to hold values of NumPy ``dtype`` (in a dtype that can hold them)."""
+
+    def counters(self, size: int) -> Any:
+        """``size`` zero stack depths (integers)."""
+
+    def concatenate(self, arrays: list) -> Any: ...
+
+    def whole(self, top: Any, dtype: Any) -> Any:
+        """What a read of every thread returns: ``top``, or a read-only view of it."""
+
+    def rows_of(self, array: Any, index: Any, dtype: Any) -> Any:
+        """``array[index]``, as values of NumPy ``dtype`` (on a backend that `converts`)."""
+
+    def storable(self, value: Any, like: Any) -> Any:
+        """``value`` ready to be scattered into ``like`` (device, dtype)."""
+
+    def filled(self, value: Any, like: Any) -> Any:
+        """A fresh array shaped and typed like ``like``, holding ``value`` broadcast."""
+
+    def to_host(self, value: Any) -> np.ndarray: ...
+
+    def wrap_negative(self, index: Any, size: int) -> Any:
+        """``index``, negative entries counted from ``size`` (Python's rule)."""
+
+    def as_index(self, value: Any, like: Any) -> Any:
+        """``value`` as an integer index array for ``like``."""
+
+
+class NumpyArrays:
+    """`EagerArrays` on NumPy."""
+
+    converts = False
+
+    def zeros(self, shape: tuple, dtype: Any) -> np.ndarray:
+        return np.zeros(shape, dtype=dtype)
+
+    def counters(self, size: int) -> np.ndarray:
+        return np.zeros(size, dtype=np.int64)
+
+    def concatenate(self, arrays: list) -> np.ndarray:
+        return np.concatenate(arrays)
+
+    def whole(self, top: np.ndarray, dtype: Any) -> np.ndarray:
+        view = top.view()
+        view.flags.writeable = False  # a primitive must not mutate VM state
+        return view
+
+    def rows_of(self, array: np.ndarray, index: np.ndarray, dtype: Any) -> np.ndarray:
+        return array[index]
+
+    def storable(self, value: Any, like: np.ndarray) -> Any:
+        return value
+
+    def filled(self, value: Any, like: np.ndarray) -> np.ndarray:
+        if type(value) is np.ndarray and value.shape == like.shape and value.dtype == like.dtype:
+            return value.copy()  # the common case, kept cheap
+        if np.ndim(value) == 0:
+            return np.full(like.shape, value, like.dtype)
+        return np.array(np.broadcast_to(value, like.shape), dtype=like.dtype)
+
+    def to_host(self, value: Any) -> np.ndarray:
+        return np.asarray(value)
+
+    def wrap_negative(self, index: np.ndarray, size: int) -> np.ndarray:
+        return np.where(index < 0, index + size, index)
+
+    def as_index(self, value: Any, like: np.ndarray) -> np.ndarray:
+        return np.asarray(value)
+
+
+class Register:
+    """One value per thread; updated in place (every method returns ``self``)."""
+
+    def __init__(self, name: str, type_: TensorType, batch_size: int, arrays: EagerArrays):
+        self.name = name
+        self.type = type_
+        self.arrays = arrays
+        self.top = arrays.zeros((batch_size, *type_.shape), type_.dtype)
+        self.high_water = 0
+
+    def read(self, lanes) -> Any:
+        index = lanes.index
+        if index is None:
+            return self.arrays.whole(self.top, self.type.dtype)
+        if self.arrays.converts:
+            return self.arrays.rows_of(self.top, index, self.type.dtype)
+        return self.top[index]
+
+    def update(self, value: Any, lanes) -> Register:
+        self._set_top(value, lanes)
+        return self
+
+    def _set_top(self, value: Any, lanes) -> None:
+        index = lanes.index
+        if index is None:
+            self.top = self.arrays.filled(value, self.top)
+        elif self.arrays.converts:
+            self.top[index] = self.arrays.storable(value, self.top)
+        else:
+            self.top[index] = value
+
+    def assign_items(self, assignment, value, indices: list, lanes) -> Register:
+        """``top[index] = value`` in place, for the lanes' threads only."""
+        arrays, top = self.arrays, self.top
+        dims = top.shape[1:]
+        wrap = lambda i, axis: arrays.wrap_negative(i, dims[axis])
+        key = assignment.key(lanes.rows(), [arrays.as_index(i, top) for i in indices], wrap)
+        value = arrays.storable(value, top) if arrays.converts else np.asarray(value)
+        top[key] = setitem.align(value, assignment.rest_rank(top.ndim))
+        return self
+
+    def clear_stack(self, lanes) -> Register:
+        return self  # a register has no stack
+
+    def save(self, lanes):
+        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+
+    def push(self, value, lanes, saved=None):
+        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+
+    def pop(self, lanes):
+        raise TypeError(f"variable {self.name!r} is a register and has no stack")
+
+
+class Stack(Register):
+    """A register plus a per-thread stack of saved values.
+
+    The top lives in ``top`` so reads cost what a register's do; ``stack``
+    holds the saved values below it and ``depth`` counts them per thread.
+    """
+
+    def __init__(
+        self, name: str, type_: TensorType, batch_size: int, max_depth: int, arrays: EagerArrays
+    ):
+        super().__init__(name, type_, batch_size, arrays)
+        self.max_depth = max_depth
+        self.depth = arrays.counters(batch_size)
+        capacity = min(max_depth, 4)
+        self.stack = arrays.zeros((capacity, *self.top.shape), type_.dtype)
+
+    def _grow_to(self, needed: int) -> None:
+        capacity = len(self.stack)
+        if needed <= capacity:
+            return
+        new_capacity = min(self.max_depth, max(needed, 2 * capacity))
+        extra = self.arrays.zeros((new_capacity - capacity, *self.stack.shape[1:]),
+                                  self.type.dtype)
+        self.stack = self.arrays.concatenate([self.stack, extra])
+
+    def _deeper(self, rows) -> Any:
+        """The lanes' depths, after checking that each has room for one more value."""
+        depth = self.depth[rows]
+        deepest = int(depth.max())
+        if deepest >= self.max_depth:
+            raise StackFull(self.name, self.arrays.to_host(rows[depth >= self.max_depth]))
+        self._grow_to(deepest + 1)
+        self.depth[rows] = depth + 1
+        self.high_water = max(self.high_water, deepest + 1)
+        return depth
+
+    def push(self, value: Any, lanes, saved: Any = None) -> Stack:
+        """Saves the top (or ``saved``, where the caller knows what to save: a return
+        address) on the lanes' stacks, and sets the top to ``value``."""
+        rows = lanes.rows()
+        if not len(rows):
+            return self
+        depth = self._deeper(rows)
+        if saved is None:
+            self.stack[depth, rows] = self.top[rows]
+        elif self.arrays.converts:
+            self.stack[depth, rows] = self.arrays.storable(saved, self.stack)
+        else:
+            self.stack[depth, rows] = saved
+        self._set_top(value, lanes)
+        return self
+
+    def save(self, lanes) -> Stack:
+        """Pushes the top and leaves it as it is (``x = x`` with a push)."""
+        rows = lanes.rows()
+        if len(rows):
+            depth = self._deeper(rows)  # first: it may grow the stack
+            self.stack[depth, rows] = self.top[rows]
+        return self
+
+    def clear_stack(self, lanes) -> Stack:
+        self.depth[lanes.rows()] = 0
+        return self
+
+    def pop(self, lanes) -> Stack:
+        rows = lanes.rows()
+        depth = self.depth[rows] - 1
+        if len(depth) and int(depth.min()) < 0:
+            raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
+        self.depth[rows] = depth
+        self._set_top(self.stack[depth, rows], lanes)
+        return self
