@@ -358,6 +358,49 @@ def dict_of_values(x):
     return d["a"] * d["b"]
 
 
+# -- rejected: iterating a number, which Python refuses too (TypeError) -----------
+
+
+def any_of_a_number(v):
+    return any(v[0])
+
+
+def all_of_a_number(v):
+    return all(v[0])
+
+
+def sum_of_a_number(x):
+    return sum(x)
+
+
+def min_of_a_number(v):
+    return min(v[1])
+
+
+def max_of_a_number(x):
+    return max(x)
+
+
+def sorted_number(v):
+    return sorted(v[0])[0]
+
+
+def len_of_a_number(x):
+    return len(x)
+
+
+def list_of_a_number(v):
+    return list(v[2])[0]
+
+
+def tuple_of_a_number(x):
+    return tuple(x)[0]
+
+
+def iter_of_a_number(v):
+    return next(iter(v[0]))
+
+
 def string_default(x, mode="fast"):
     if mode == "fast":
         return x * 2

@@ -127,6 +127,27 @@ def test_an_array_shared_by_two_names_is_rejected_at_the_line(name, backend_name
     assert "np.array(" in str(info.value)  # what to write instead
 
 
+#: Python raises TypeError on each example (a number is not iterable): so does pcbatch,
+#: at the line, before anything runs. TensorFlow's elementwise shortcut once ran
+#: ``any(v[0])`` on the batch's vector and gave each example a boolean.
+ITERATES_A_NUMBER = """any_of_a_number all_of_a_number sum_of_a_number min_of_a_number
+max_of_a_number sorted_number len_of_a_number list_of_a_number tuple_of_a_number
+iter_of_a_number""".split()  # noqa: SIM905
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ITERATES_A_NUMBER)
+def test_iterating_a_number_is_pythons_type_error_at_the_line(name, backend_name):
+    function = getattr(src, name)
+    with pytest.raises(TypeError):
+        function(*(a[0] for a in _arguments(function)))  # Python's own verdict
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(TypeError, match="a number is not iterable") as info:
+        batched(*_arguments(function), backend=backends.backend(backend_name))
+    body = inspect.getsourcelines(function)[1]
+    assert f"{src.__file__}:{body + 1}" in str(info.value)
+
+
 @backends.backend_param
 def test_a_string_default_is_refused_at_the_call(backend_name):
     batched = pcbatch.Context().batch(src.string_default)
