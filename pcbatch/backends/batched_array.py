@@ -18,6 +18,7 @@ function) raises, because each example may decide differently.
 from __future__ import annotations
 
 import inspect
+import numbers
 import warnings
 import weakref
 from collections.abc import Callable
@@ -25,44 +26,47 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch.backends.per_example import (
-    BatchedView,
-    align,
-    check_int_range,
-    einsum_spec,
-    example_ndim,
-    is_simple_index,
-    weak_operands,
-    weak_ufunc,
+from pcbatch.backends.scalars import (
+    BatchedValueError,
+    OtherLibraryCall,
+    as_python_round,
+    as_python_scalar,
+    ndarray_method,
 )
-from pcbatch.backends.scalars import BatchedValueError, OtherLibraryCall
 from pcbatch.ir.types import is_pattern_node, rebuild
 
 __all__ = ["BatchedArray", "BatchedValueError", "elementwise", "vectorize"]
 
 
-class BatchedArray(BatchedView):
+class BatchedArray(np.lib.mixins.NDArrayOperatorsMixin):
     """An array of shape ``[batch, *shape]`` that acts like one example of shape ``shape``."""
 
-    __slots__ = ()
+    __slots__ = ("data",)
+    weak = False  # True on the weak subclass (`pcbatch.backends.weak`)
 
     def __init__(self, data: Any):
         self.data = data if type(data) is np.ndarray else np.asarray(data)
 
-    def _same(self, data: np.ndarray) -> BatchedArray:
-        return BatchedArray(data)
+    # -- per-example views ---------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape[1:]
 
-    @staticmethod
-    def _permute(data: np.ndarray, order: list) -> np.ndarray:
-        return data.transpose(order)
-
-    @staticmethod
-    def _copy(data: np.ndarray) -> np.ndarray:
-        return data.copy()
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim - 1
 
     @property
     def dtype(self):
         return self.data.dtype
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self) -> BatchedArray:  # noqa: N802 - NumPy's name
+        return self.transpose()
 
     @property
     def real(self) -> BatchedArray:
@@ -72,14 +76,24 @@ class BatchedArray(BatchedView):
     def imag(self) -> BatchedArray:
         return BatchedArray(self.data.imag)
 
-    def astype(self, dtype, **kwargs) -> BatchedArray:
-        return BatchedArray(self.data.astype(dtype, **kwargs))
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a per-example scalar")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a per-example scalar")
+        return (BatchedArray(self.data[:, i]) for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        return f"BatchedArray(batch={self.data.shape[0]}, shape={self.shape}, dtype={self.dtype})"
 
     def __getitem__(self, index: Any) -> BatchedArray:
         if not isinstance(index, tuple):
             index = (index,)
         if any(isinstance(i, BatchedArray) for i in index):
-            if all(is_simple_index(i) for i in index):
+            if all(_is_simple_index(i) for i in index):
                 # Per-example integers: one fancy index with the batch rows in front.
                 rows = np.arange(self.data.shape[0])
                 key = [i.data if isinstance(i, BatchedArray) else i for i in index]
@@ -87,13 +101,69 @@ class BatchedArray(BatchedView):
             return _per_example(lambda x: x[index if len(index) > 1 else index[0]], (self,), {})
         return BatchedArray(self.data[(slice(None), *index)])
 
+    # -- conversions that need one value ------------------------------------
+    def _needs_one_value(self, what: str):
+        raise BatchedValueError(
+            f"a batched value (per-example shape {self.shape}) was used as a Python {what}; "
+            "each example may differ. Inside a plain helper function use np.where instead "
+            "of if, or decorate the helper with ctx.batch so its control flow is batched."
+        )
+
+    def __bool__(self):
+        self._needs_one_value("bool (an if or while condition)")
+
+    def __int__(self):
+        self._needs_one_value("int")
+
+    def __float__(self):
+        self._needs_one_value("float")
+
+    def __index__(self):
+        self._needs_one_value("index")
+
+    def __array__(self, dtype=None, copy=None):
+        self._needs_one_value("array (np.asarray)")
+
     def __tf_tensor__(self, dtype=None, name=None):
         raise OtherLibraryCall("TensorFlow", "TensorFlowBackend()")
+
+    # -- methods that mirror NumPy functions --------------------------------
+    def astype(self, dtype, **kwargs) -> BatchedArray:
+        return BatchedArray(self.data.astype(dtype, **kwargs))
+
+    def reshape(self, *shape) -> BatchedArray:
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return BatchedArray(self.data.reshape((self.data.shape[0], *shape)))
+
+    def transpose(self, *axes) -> BatchedArray:
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        order = list(range(self.ndim))[::-1] if not axes else [a % self.ndim for a in axes]
+        return BatchedArray(self.data.transpose([0, *(a + 1 for a in order)]))
+
+    def copy(self) -> BatchedArray:
+        return BatchedArray(self.data.copy())
+
+    def flatten(self) -> BatchedArray:
+        return self.ravel()
+
+    def ravel(self) -> BatchedArray:
+        return BatchedArray(self.data.reshape((self.data.shape[0], -1)))
+
+    def item(self) -> BatchedArray:
+        return as_python_scalar(self)
+
+    def __round__(self, ndigits=None) -> BatchedArray:
+        return as_python_round(self, ndigits)
+
+    def __getattr__(self, name: str):
+        return ndarray_method(self, name)
 
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if any(type(x) is WeakBatchedArray for x in inputs):
-            return weak_ufunc(self, ufunc, method, inputs, kwargs, _nep50, _as_weak)
+            inputs, weak_result = _nep50(ufunc.__name__, inputs)
+            result = self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+            return _as_weak(result) if weak_result else result
         if method == "__call__" and not kwargs and ufunc.signature is None:
             raw = _same_rank_data(inputs, self.data.ndim)
             if raw is not None:  # the common case, kept cheap: no alignment needed
@@ -125,9 +195,17 @@ class WeakBatchedArray(BatchedArray):
     __slots__ = ()
     weak = True
 
+    def __repr__(self) -> str:
+        return "Weak" + super().__repr__()
+
 
 def _nep50(name: str, inputs) -> tuple:
-    return weak_operands(name, inputs, BatchedArray, _python_ints_as)
+    from pcbatch.backends import weak
+
+    convert = lambda x, dtype: BatchedArray(_python_ints_as(x.data, dtype))  # noqa: E731
+    inputs, weak_result = weak.convert_operands(name, tuple(inputs), convert)
+    strip = lambda x: BatchedArray(x.data) if type(x) is WeakBatchedArray else x  # noqa: E731
+    return tuple(strip(x) for x in inputs), weak_result
 
 
 def _as_weak(result):
@@ -136,11 +214,22 @@ def _as_weak(result):
     return WeakBatchedArray(result.data) if type(result) is BatchedArray else result
 
 
-def _python_ints_as(data: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _python_ints_as(data: np.ndarray, dtype) -> np.ndarray:
     """Each example's Python number converted to ``dtype``, as NumPy 2 converts a Python
-    int beside an array of that dtype (`check_int_range`)."""
+    int beside an array of that dtype: one out of its range is an OverflowError (this
+    machine runs only the active examples, so every value here is one that Python
+    would convert)."""
+    dtype = np.dtype(dtype)
     if dtype.kind in "iu" and data.dtype.kind in "iu" and data.size:
-        check_int_range(data, dtype)
+        info = np.iinfo(dtype)
+        outside = (data < info.min) | (data > info.max)
+        if outside.any():
+            value = int(data[np.flatnonzero(outside)[0]])
+            from pcbatch.errors import lane_check_failed
+
+            raise lane_check_failed(
+                OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+            )
     return data.astype(dtype)
 
 
@@ -191,8 +280,24 @@ def _batch_of(values) -> int | None:
 
 
 def _align(values) -> tuple:
-    """`align`, and the batch size (None when nothing is batched)."""
-    return align(values), _batch_of(values)
+    """Batched values reshaped so per-example dims broadcast like one example's would."""
+    rank = max((_example_ndim(v) for v in values), default=0)
+    out = []
+    for v in values:
+        if isinstance(v, BatchedArray):
+            pad = rank - v.ndim
+            out.append(v.data.reshape((v.data.shape[0],) + (1,) * pad + v.shape))
+        else:
+            out.append(v)
+    return out, _batch_of(values)
+
+
+def _example_ndim(v) -> int:
+    if isinstance(v, BatchedArray):
+        return v.ndim
+    if isinstance(v, (numbers.Number, np.generic)):
+        return 0
+    return np.ndim(v)
 
 
 def _wrap(result, size):
@@ -202,6 +307,15 @@ def _wrap(result, size):
     if size is not None and result.ndim and result.shape[0] == size:
         return BatchedArray(result)
     return result
+
+
+def _is_simple_index(part) -> bool:
+    """An int, a full ``:``, or a per-example integer scalar."""
+    if isinstance(part, BatchedArray):
+        return part.shape == () and np.issubdtype(part.dtype, np.integer)
+    if isinstance(part, slice):
+        return part == slice(None)
+    return isinstance(part, (int, np.integer))
 
 
 def _per_example(func: Callable, args, kwargs) -> Any:
@@ -254,11 +368,15 @@ def _shift_axis(axis, ndim: int):
 
 def _matmul(a, b):
     """Per-example ``a @ b`` for vectors and matrices, as one einsum over the batch."""
-    spec = einsum_spec(a, b)
-    if spec is None:
+    na, nb = _example_ndim(a), _example_ndim(b)
+    if na not in (1, 2) or nb not in (1, 2):
         return _per_example(np.matmul, (a, b), {})
-    raw = [x.data if isinstance(x, BatchedArray) else x for x in (a, b)]
-    return BatchedArray(np.einsum(spec, *raw))
+    left = "ij"[2 - na :] if na == 2 else "j"
+    right = "jk"[:nb] if nb == 2 else "j"
+    out = (left[0] if na == 2 else "") + (right[1] if nb == 2 else "")
+    ba, bb = isinstance(a, BatchedArray), isinstance(b, BatchedArray)
+    spec = f"{'z' if ba else ''}{left},{'z' if bb else ''}{right}->z{out}"
+    return BatchedArray(np.einsum(spec, a.data if ba else a, b.data if bb else b))
 
 
 def _dot(func, args, kwargs):
@@ -308,7 +426,7 @@ def _joining(func, args, kwargs):
     parts = list(args[0])
     axis = kwargs.pop("axis", args[1] if len(args) > 1 else 0)
     size = _batch_of(parts)
-    ndim = max(example_ndim(p) for p in parts)
+    ndim = max(_example_ndim(p) for p in parts)
     arrays = [
         p.data if isinstance(p, BatchedArray) else np.broadcast_to(p, (size, *np.shape(p)))
         for p in parts

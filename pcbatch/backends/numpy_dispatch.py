@@ -18,8 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch.backends.per_example import PerExampleValue, one_shape_argument, weak_ufunc
-from pcbatch.backends.scalars import BatchedValueError, OtherLibraryCall, OtherLibraryError
+from pcbatch.backends.scalars import (
+    BatchedValueError,
+    OtherLibraryCall,
+    OtherLibraryError,
+    as_python_round,
+    as_python_scalar,
+    ndarray_method,
+)
 from pcbatch.ir.types import is_pattern_node, rebuild
 
 #: NumPy's scalar types and ``np.asarray(v, dtype=...)`` read one Python number too
@@ -29,10 +35,11 @@ _CONVERSION_HINT = (
 )
 
 
-class Dispatched(PerExampleValue):
+class Dispatched(np.lib.mixins.NDArrayOperatorsMixin):
     """An array of another library, dressed so NumPy calls reach that library."""
 
     __slots__ = ("value", "xp")
+    weak = False  # True on the weak subclass (`pcbatch.backends.weak`)
 
     def __init__(self, value: Any, xp):
         self.value = value
@@ -51,12 +58,28 @@ class Dispatched(PerExampleValue):
         return np.dtype(getattr(self.value.dtype, "as_numpy_dtype", self.value.dtype))
 
     @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self):  # noqa: N802 - NumPy's name
+        return self._wrap(self.xp.transpose(self.value))
+
+    @property
     def real(self):
         return self._wrap(self.xp.real(self.value))
 
     @property
     def imag(self):
         return self._wrap(self.xp.imag(self.value))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object (a per-example scalar)")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
     def __repr__(self) -> str:
         return f"Dispatched({self.value!r})"
@@ -89,6 +112,9 @@ class Dispatched(PerExampleValue):
                 f"{_CONVERSION_HINT if what != 'bool (an if or while condition)' else ''}"
             ) from None
 
+    def __round__(self, ndigits=None):
+        return as_python_round(self, ndigits)
+
     def __getitem__(self, index):
         return self._wrap(self.value[unwrap(index)])
 
@@ -96,13 +122,27 @@ class Dispatched(PerExampleValue):
         return self._wrap(self.xp.asarray(self.value, dtype=_available(dtype, self.xp)))
 
     def reshape(self, *shape, **kwargs):
-        return self._wrap(self.xp.reshape(self.value, one_shape_argument(shape), **kwargs))
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return self._wrap(self.xp.reshape(self.value, shape, **kwargs))
+
+    def flatten(self):
+        return self.ravel()
+
+    def ravel(self):
+        return self._wrap(self.xp.reshape(self.value, (-1,)))
 
     def copy(self):
         return self._wrap(self.xp.asarray(self.value))
 
+    def item(self):
+        return as_python_scalar(self)
+
     def transpose(self, *axes):
-        return self._wrap(self.xp.transpose(self.value, one_shape_argument(axes) or None))
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        return self._wrap(self.xp.transpose(self.value, axes or None))
+
+    def __getattr__(self, name: str):
+        return ndarray_method(self, name)
 
     # The backend's own functions on a per-example value (``tf.reduce_sum(x, axis=-1)``,
     # ``jnp.sum(x)``): the value converts to the array it wraps, which inside the
@@ -129,7 +169,9 @@ class Dispatched(PerExampleValue):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if any(type(x) is WeakDispatched for x in inputs):
-            return weak_ufunc(self, ufunc, method, inputs, kwargs, _nep50, _as_weak)
+            inputs, weak_result = _nep50(ufunc.__name__, inputs)
+            result = self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+            return _as_weak(result) if weak_result else result
         function = getattr(self.xp, ufunc.__name__, None)
         if function is None and ufunc.__name__ in _UFUNC_ALIASES:
             function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)

@@ -26,15 +26,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from pcbatch.backends.per_example import (
-    BatchedView,
-    align,
-    check_int_range,
-    einsum_spec,
-    example_ndim,
-    is_simple_index,
-    weak_operands,
-    weak_ufunc,
+from pcbatch.backends.scalars import (
+    BatchedValueError,
+    as_python_round,
+    as_python_scalar,
+    ndarray_method,
 )
 from pcbatch.ir.types import is_pattern_node, python_scalar_of, rebuild
 
@@ -73,33 +69,35 @@ def _numpy(dtype: torch.dtype) -> np.dtype:
     return NUMPY_OF_TORCH[dtype]
 
 
-class TorchBatched(BatchedView):
+class TorchBatched(np.lib.mixins.NDArrayOperatorsMixin):
     """A tensor of shape ``[batch, *shape]`` that acts like one example of shape ``shape``."""
 
-    __slots__ = ()
+    __slots__ = ("data",)
+    weak = False  # True on the weak subclass (`pcbatch.backends.weak`)
 
-    def _same(self, data: torch.Tensor) -> TorchBatched:
-        """``data`` as a value of this view's kind (a one-example view stays one)."""
-        return type(self).strong()(data)
+    def __init__(self, data: torch.Tensor):
+        self.data = data
 
-    @staticmethod
-    def _permute(data: torch.Tensor, order: list) -> torch.Tensor:
-        return data.permute(*order)
+    # -- per-example views ---------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.data.shape[1:])
 
-    @staticmethod
-    def _copy(data: torch.Tensor) -> torch.Tensor:
-        return data.clone()
-
-    @classmethod
-    def strong(cls) -> type:
-        return TorchBatched
-
-    def as_weak(self) -> TorchBatched:
-        return WeakTorchBatched(self.data)
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim - 1
 
     @property
     def dtype(self) -> np.dtype:
         return _numpy(self.data.dtype)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self) -> TorchBatched:  # noqa: N802 - NumPy's name
+        return self.transpose()
 
     @property
     def real(self) -> TorchBatched:
@@ -111,15 +109,91 @@ class TorchBatched(BatchedView):
             return self._same(torch.imag(self.data))
         return self._same(torch.zeros_like(self.data))
 
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a per-example scalar")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a per-example scalar")
+        return (self._same(self.data[:, i]) for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        return (f"TorchBatched(batch={self.data.shape[0]}, shape={self.shape}, "
+                f"dtype={self.data.dtype})")
+
+    def _same(self, data: torch.Tensor) -> TorchBatched:
+        """``data`` as a value of this view's kind (a one-example view stays one)."""
+        return type(self).strong()(data)
+
+    @classmethod
+    def strong(cls) -> type:
+        return TorchBatched
+
+    def as_weak(self) -> TorchBatched:
+        return WeakTorchBatched(self.data)
+
+    # -- conversions that need one value ------------------------------------
+    def _needs_one_value(self, what: str):
+        raise BatchedValueError(
+            f"a batched value (per-example shape {self.shape}) was used as a Python {what}; "
+            "each example may differ. Inside a plain helper function use np.where instead "
+            "of if, or decorate the helper with ctx.batch so its control flow is batched."
+        )
+
+    def __bool__(self):
+        self._needs_one_value("bool (an if or while condition)")
+
+    def __int__(self):
+        self._needs_one_value("int")
+
+    def __float__(self):
+        self._needs_one_value("float")
+
+    def __index__(self):
+        self._needs_one_value("index")
+
+    def __array__(self, dtype=None, copy=None):
+        self._needs_one_value("array (np.asarray)")
+
+    # -- methods that mirror NumPy functions --------------------------------
     def astype(self, dtype, **kwargs) -> TorchBatched:
         if kwargs:
             raise NotNative("astype keywords")
         return self._same(self.data.to(_torch(dtype)))
 
+    def reshape(self, *shape) -> TorchBatched:
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return self._same(self.data.reshape((self.data.shape[0], *shape)))
+
+    def transpose(self, *axes) -> TorchBatched:
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        order = list(range(self.ndim))[::-1] if not axes else [a % self.ndim for a in axes]
+        return self._same(self.data.permute(0, *(a + 1 for a in order)))
+
+    def copy(self) -> TorchBatched:
+        return self._same(self.data.clone())
+
+    def flatten(self) -> TorchBatched:
+        return self.ravel()
+
+    def ravel(self) -> TorchBatched:
+        return self._same(self.data.reshape((self.data.shape[0], -1)))
+
+    def item(self) -> TorchBatched:
+        return as_python_scalar(self)
+
+    def __round__(self, ndigits=None) -> TorchBatched:
+        return as_python_round(self, ndigits)
+
+    def __getattr__(self, name: str):
+        return ndarray_method(self, name)
+
     def __getitem__(self, index: Any) -> TorchBatched:
         parts = index if isinstance(index, tuple) else (index,)
         if any(isinstance(p, TorchBatched) for p in parts):
-            if not all(is_simple_index(p) for p in parts):
+            if not all(_is_simple_index(p) for p in parts):
                 raise NotNative("a per-example index beside slices or arrays")
             rows = torch.arange(self.data.shape[0], device=self.data.device)
             key = [p.data.to(torch.int64) if isinstance(p, TorchBatched) else p for p in parts]
@@ -138,7 +212,9 @@ class TorchBatched(BatchedView):
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if any(isinstance(x, TorchBatched) and x.weak for x in inputs):
-            return weak_ufunc(self, ufunc, method, inputs, kwargs, _nep50, _as_weak)
+            inputs, weak_result = _nep50(ufunc.__name__, inputs)
+            result = self.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+            return _as_weak(result) if weak_result else result
         out = kwargs.get("out")
         if isinstance(self, OneExample) and len(kwargs) == 1 and out and out[0] is inputs[0]:
             return self._in_place(ufunc(*inputs), out[0])
@@ -250,6 +326,15 @@ def _map(function: Callable, value: Any) -> Any:
     return function(value)
 
 
+def _is_simple_index(part) -> bool:
+    """An int, a full ``:``, or a per-example integer scalar."""
+    if isinstance(part, TorchBatched):
+        return part.shape == () and part.dtype.kind in "iu"
+    if isinstance(part, slice):
+        return part == slice(None)
+    return isinstance(part, (int, np.integer))
+
+
 def _sliced(data: torch.Tensor, parts: tuple) -> torch.Tensor:
     """``data[:, *parts]`` for slices, some with a negative step (torch slices have none):
     each such slice picks its rows by their indices, as NumPy's slice would."""
@@ -281,7 +366,14 @@ def _constant_index(part, like: TorchBatched):
 # -- weak values (NEP 50) ---------------------------------------------------------------
 
 def _nep50(name: str, inputs) -> tuple:
-    return weak_operands(name, inputs, TorchBatched, _python_ints_as)
+    from pcbatch.backends import weak
+
+    def convert(x, dtype):
+        return TorchBatched(_python_ints_as(x.data, np.dtype(dtype)))
+
+    inputs, weak_result = weak.convert_operands(name, tuple(inputs), convert)
+    strip = lambda x: TorchBatched(x.data) if type(x) is WeakTorchBatched else x  # noqa: E731
+    return tuple(strip(x) for x in inputs), weak_result
 
 
 def _as_weak(result):
@@ -292,9 +384,18 @@ def _as_weak(result):
 
 def _python_ints_as(data: torch.Tensor, dtype: np.dtype) -> torch.Tensor:
     """Each example's Python number converted to ``dtype`` as NumPy 2 converts a Python
-    int beside an array (`check_int_range`)."""
+    int beside an array: one out of the dtype's range is an OverflowError (only active
+    examples are here, as on the NumPy machine, so each is one Python would convert)."""
     if dtype.kind in "iu" and not data.is_floating_point() and data.numel():
-        check_int_range(data, dtype)
+        info = np.iinfo(dtype)
+        outside = (data < info.min) | (data > info.max)
+        if bool(outside.any()):
+            value = int(data[outside].flatten()[0])
+            from pcbatch.errors import lane_check_failed
+
+            raise lane_check_failed(
+                OverflowError(f"Python integer {value} out of bounds for {dtype.name}")
+            )
     return data.to(_torch(dtype))
 
 
@@ -369,6 +470,27 @@ def _loop_dtypes(ufunc, keys: tuple) -> tuple:
     return dtypes[: ufunc.nin], dtypes[ufunc.nin :]
 
 
+def _align(values) -> tuple:
+    """Batched values reshaped so per-example dims broadcast like one example's would."""
+    rank = max((_example_ndim(v) for v in values), default=0)
+    out = []
+    for v in values:
+        if isinstance(v, TorchBatched):
+            pad = rank - v.ndim
+            out.append(v.data.reshape((v.data.shape[0],) + (1,) * pad + v.shape))
+        else:
+            out.append(v)
+    return out
+
+
+def _example_ndim(v) -> int:
+    if isinstance(v, TorchBatched):
+        return v.ndim
+    if isinstance(v, (bool, int, float, complex)):
+        return 0
+    return len(np.shape(v)) if not isinstance(v, torch.Tensor) else v.ndim
+
+
 def _device(values) -> torch.device:
     return next(v.data.device for v in _leaves(values) if isinstance(v, TorchBatched))
 
@@ -406,7 +528,7 @@ def _ufunc(ufunc, inputs) -> Any:
     in_dtypes, out_dtypes = _loop_dtypes(ufunc, keys)
     device = _device(inputs)
     operands = [
-        _as_tensor(x, d, device) for x, d in zip(align(inputs), in_dtypes)
+        _as_tensor(x, d, device) for x, d in zip(_align(inputs), in_dtypes)
     ]
     if ufunc.__name__ in _INTEGER_DIVISIONS and in_dtypes[0].kind in "iu":
         results = (_integer_division(function, *operands),)
@@ -480,12 +602,17 @@ def _check_integer_power(exponent: torch.Tensor) -> None:
 
 def _matmul(self: TorchBatched, a, b) -> TorchBatched:
     """Per-example ``a @ b`` for vectors and matrices, as one einsum over the batch."""
-    spec = einsum_spec(a, b)
-    if spec is None:
+    na, nb = _example_ndim(a), _example_ndim(b)
+    if na not in (1, 2) or nb not in (1, 2):
         raise NotNative("matmul of stacks of matrices")
     dtype = _numpy_result(np.matmul, (a, b), {})
     if dtype.kind == "b":
         raise NotNative("matmul of booleans")  # torch has no boolean matrix product
+    left = "ij"[2 - na :] if na == 2 else "j"
+    right = "jk"[:nb] if nb == 2 else "j"
+    out = (left[0] if na == 2 else "") + (right[1] if nb == 2 else "")
+    ba, bb = isinstance(a, TorchBatched), isinstance(b, TorchBatched)
+    spec = f"{'z' if ba else ''}{left},{'z' if bb else ''}{right}->z{out}"
     device = _device((a, b))
     operands = [
         x.data.to(_torch(dtype)) if isinstance(x, TorchBatched) else _as_tensor(x, dtype, device)
@@ -608,7 +735,7 @@ def _where(func, args, kwargs):
     args = (args[0], *values)
     dtype = _numpy_result(func, args, {})
     device = _device(args)
-    condition, a, b = align(args)
+    condition, a, b = _align(args)
     condition = condition if isinstance(condition, torch.Tensor) else torch.as_tensor(
         np.asarray(condition), device=device)
     result = TorchBatched(torch.where(
@@ -631,7 +758,7 @@ def _clip(func, args, kwargs):
     upper = values.pop(0) if upper is not None else None
     dtype = _numpy_result(func, (x, lower, upper), {})
     device = _device((x,)) if isinstance(x, TorchBatched) else _device((lower, upper))
-    aligned = align([x, lower, upper])
+    aligned = _align([x, lower, upper])
     result = _as_tensor(aligned[0], dtype, device)
     if lower is not None:  # NumPy's definition: minimum(maximum(x, lower), upper)
         result = torch.maximum(result, _as_tensor(aligned[1], dtype, device))
@@ -655,7 +782,7 @@ def _joining(func, args, kwargs):
         else _as_tensor(p, dtype, device).expand((size, *np.shape(p)))
         for p in parts
     ]
-    ndim = max(example_ndim(p) for p in parts)
+    ndim = max(_example_ndim(p) for p in parts)
     rank = ndim + 1 if func is np.stack else ndim
     axis = axis % rank + 1 if rank else 1
     joined = torch.stack(tensors, dim=axis) if func is np.stack else torch.cat(tensors, dim=axis)
@@ -805,7 +932,7 @@ def _torch_call(func, args, kwargs, pointwise: bool = True):
     _as_torch_numbers(flat)
     name = getattr(func, "__name__", "")
     if pointwise and name in _POINTWISE and not {"dim", "axis", "out"} & set(kwargs):
-        aligned = align([flat[i] for i in batched])
+        aligned = _align([flat[i] for i in batched])
         for i, data in zip(batched, aligned):
             flat[i] = data
         args, kwargs = torch.utils._pytree.tree_unflatten(flat, spec)
