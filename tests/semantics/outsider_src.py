@@ -239,6 +239,17 @@ def math_tests_of_a_value(f):
     return math.isnan(f), math.isinf(f), math.isfinite(f), near, math.fabs(f) * f
 
 
+def modular_pow_by_squaring(n):
+    """What the rejection of pow(n, 5, 7) says to write."""
+    r, b, e = 1, n % 7, 5
+    while e > 0:
+        if e % 2 == 1:
+            r = r * b % 7
+        b = b * b % 7
+        e = e // 2
+    return r
+
+
 # -- rejected: Python would share an array between two names ------------------------
 
 
@@ -399,6 +410,16 @@ def tuple_of_a_number(x):
 
 def iter_of_a_number(v):
     return next(iter(v[0]))
+
+
+def modular_pow(n):
+    return pow(n, 5, 7)
+
+
+def none_default(x, tol=None):
+    if tol is None:
+        tol = 1e-8
+    return x + tol
 
 
 def string_default(x, mode="fast"):

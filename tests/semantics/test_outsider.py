@@ -40,7 +40,7 @@ loop_over_len round_builtin big_python_int stack_with_number bool_arithmetic
 module_constant_mode nan_checks scalar_alias_then_add item_read_before_assignment
 own_view_then_add literal_beside_a_value literal_result_meets_uint8 max_of_zero_and_value
 value_or_zero return_inside_while_true list_of_values_indexed conversions_of_bool
-large_product math_tests_of_a_value""".split()  # noqa: SIM905
+large_product math_tests_of_a_value modular_pow_by_squaring""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -62,6 +62,7 @@ REJECTED = {
     "walrus": "assign in a statement",
     "list_append": "acc = np.zeros",
     "dict_of_values": "acc = np.zeros",
+    "modular_pow": "square-and-multiply",
 }
 
 
@@ -151,8 +152,21 @@ def test_iterating_a_number_is_pythons_type_error_at_the_line(name, backend_name
 @backends.backend_param
 def test_a_string_default_is_refused_at_the_call(backend_name):
     batched = pcbatch.Context().batch(src.string_default)
-    with pytest.raises(TypeError, match="boolean or int flag"):
+    with pytest.raises(TypeError, match="'mode'.*boolean or int flag"):
         batched(INPUTS["x"], backend=backends.backend(backend_name))
+    with pytest.raises(TypeError, match="argument 'mode'.*boolean or int flag"):
+        batched(INPUTS["x"], mode="slow", backend=backends.backend(backend_name))
+
+
+@backends.backend_param
+def test_a_none_default_is_refused_unless_passed(backend_name):
+    """``if tol is None: tol = 1e-8``: not passed, a TypeError naming ``tol`` at the call;
+    passed a number, ``tol is None`` is False for every example, as in Python."""
+    batched = pcbatch.Context().batch(src.none_default)
+    with pytest.raises(TypeError, match="'tol' was not passed and defaults to None"):
+        batched(INPUTS["x"], backend=backends.backend(backend_name))
+    actual = batched(INPUTS["x"], tol=0.5, backend=backends.backend(backend_name))
+    _assert_same(actual, batched(INPUTS["x"], tol=0.5, dry_run=True))
 
 
 CALLS = [
