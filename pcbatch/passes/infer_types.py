@@ -88,6 +88,11 @@ def _advice(error: Exception) -> str:
             "NumPy 2 raises it per example too: keep the number in the array's range, or "
             "convert the array first (x.astype(np.int64))."
         )
+    if "are valid indices" in str(error):  # TensorFlow's indexing has no integer arrays
+        return (
+            "TensorFlow indexes with ints, slices and scalar integers only: an integer "
+            "array as index is written tf.gather(v, k) (v[:, k]: tf.gather(v, k, axis=1))."
+        )
     if _iterates_a_scalar(error):
         return (
             "Python raises this TypeError too, on each example: a number is not iterable and "
