@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pcbatch
+from pcbatch.backends.batched_array import PerExampleFallbackWarning
 from pcbatch.errors import AutobatchSyntaxError, TypeInferenceError
 from tests import backends
 from tests.semantics import outsider_src as src
@@ -29,6 +30,7 @@ INPUTS = {
     "u8": np.array([[1, 2, 250], [3, 4, 5], [0, 0, 0], [255, 255, 255]], np.uint8),
     "i16": np.array([[1, -2, 30000], [3, 4, 5], [-32768, 0, 1], [7, 7, 7]], np.int16),
     "h": np.array([[1.5, 2, 250], [3, 4, 5], [0.1, 0.2, 0.3], [-1, 65504, 1]], np.float16),
+    "i8": np.array([-128, 127, 0, -1], np.int8),
 }
 
 EXACT = """math_constants builtins_of_several divmod_unpacked pow_of_two conversions
@@ -40,7 +42,14 @@ loop_over_len round_builtin big_python_int stack_with_number bool_arithmetic
 module_constant_mode nan_checks scalar_alias_then_add item_read_before_assignment
 own_view_then_add literal_beside_a_value literal_result_meets_uint8 max_of_zero_and_value
 value_or_zero return_inside_while_true list_of_values_indexed conversions_of_bool
-large_product math_tests_of_a_value modular_pow_by_squaring""".split()  # noqa: SIM905
+large_product math_tests_of_a_value modular_pow_by_squaring
+break_in_nested_loops swap_by_unpacking divmod_of_floats divmod_negative_divisor abs_of_int8
+floor_and_mod_of_negative_floats clip_with_none truthiness_of_floats
+nan_is_not_equal_to_itself int_of_bool is_not_none_in_a_chain early_return_in_a_loop
+keyword_only_helper star_args_helper lambda_helper reduce_with_operator
+comprehension_then_array square_root_by_power bit_operations mixed_number_max
+value_or_default round_to_tens bool_of_nan_float while_with_two_exits ternary_on_int_zero
+nested_ternary""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -63,6 +72,9 @@ REJECTED = {
     "list_append": "acc = np.zeros",
     "dict_of_values": "acc = np.zeros",
     "modular_pow": "square-and-multiply",
+    "while_else": "use a flag variable",
+    "for_else": "use a flag variable",
+    "nonlocal_counter": "module level",
 }
 
 
@@ -147,6 +159,42 @@ def test_iterating_a_number_is_pythons_type_error_at_the_line(name, backend_name
         batched(*_arguments(function), backend=backends.backend(backend_name))
     body = inspect.getsourcelines(function)[1]
     assert f"{src.__file__}:{body + 1}" in str(info.value)
+
+
+#: Python compares per-example values as one bool inside a builtin (``sorted``, ``key=``):
+#: NumPy and Torch run that line one example at a time (right, with a warning); JAX and
+#: TensorFlow reject it at the line, saying what to write
+ONE_EXAMPLE_AT_A_TIME = ["median_of_three", "max_with_key"]
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ONE_EXAMPLE_AT_A_TIME)
+def test_a_builtin_comparing_values_runs_per_example_or_is_rejected(name, backend_name):
+    function = getattr(src, name)
+    batched = pcbatch.Context().batch(function)
+    args = _arguments(function)
+    if backend_name in backends.EAGER_NAMES:
+        with pytest.warns(PerExampleFallbackWarning):
+            actual = batched(*args, backend=backends.backend(backend_name))
+        _assert_same(actual, _per_example(function, args))
+        return
+    with pytest.raises(TypeInferenceError, match="np.sort") as info:
+        batched(*args, backend=backends.backend(backend_name))
+    body = inspect.getsourcelines(function)[1]
+    assert f"{src.__file__}:{body + 1}" in str(info.value)
+
+
+@backends.backend_param
+def test_item_assignment_to_a_tuple_is_pythons_type_error_at_the_line(backend_name):
+    """``t[0] += 1.0`` on a tuple: Python's TypeError (it was an IndexError about
+    broadcasting shapes), saying what to write."""
+    function = src.augmented_tuple_item
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        function(1.0)
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(TypeError, match=r"does not support item assignment .*t = \(t\[0\]") as info:
+        batched(INPUTS["x"], backend=backends.backend(backend_name))
+    assert f"{src.__file__}:{inspect.getsourcelines(function)[1] + 2}" in str(info.value)
 
 
 @backends.backend_param
