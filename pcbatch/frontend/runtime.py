@@ -178,6 +178,57 @@ def _pass_through(value):
     return value
 
 
+class IntConversionGuard:
+    """``int(x)`` and ``round(x)``'s check that ``x`` is finite, as a batched primitive
+    returning ``x``: Python raises for nan (ValueError) and infinities (OverflowError),
+    where NumPy's cast gives the smallest int64. On NumPy (active threads only) it raises
+    Python's error, naming the user's line; a staged backend passes ``x`` through and
+    stops the threads `faulting` names, raising `error` after the run, as for range()'s
+    zero step (`RangeStepCheck`)."""
+
+    def __init__(self, builtin: str, where: str):
+        self.builtin, self.where = builtin, where
+        self.__name__ = f"{builtin}_guard"
+
+    def __call__(self, x):
+        if _is_float(x) and not np.all(np.isfinite(x)):
+            nan = np.any(np.isnan(x))
+            kind, what = (ValueError, "NaN") if nan else (OverflowError, "infinity")
+            from pcbatch.errors import lane_check_failed
+
+            raise lane_check_failed(kind(self._message(what)))
+        return x
+
+    @staticmethod
+    def faulting(x):
+        if not _is_float(x):
+            return np.not_equal(x, x)  # an int or bool is always finite: all False
+        return np.logical_not(np.isfinite(x))
+
+    def error(self) -> Exception:
+        from pcbatch.errors import NonFiniteToIntError, lane_check_failed
+
+        return lane_check_failed(NonFiniteToIntError(self._message("NaN or infinity")))
+
+    def _message(self, what: str) -> str:
+        return (
+            f"cannot convert float {what} to integer (at {self.where}, by {self.builtin}()); "
+            "as Python does for each example: test np.isfinite(x) first"
+        )
+
+    def for_backend(self, backend):
+        if getattr(backend, "staged", False):
+            return _pass_through
+        return None
+
+
+def _is_float(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return isinstance(x, float)
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).kind == "f"
+
+
 def sync() -> None:
     """Asks the scheduler to gather threads here before running what follows.
 

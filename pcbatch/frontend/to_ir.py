@@ -541,10 +541,29 @@ class _Hoister(ast.NodeTransformer):
         if runtime.is_batched_primitive(self.t.constant_of(node.func)):
             return self._temp(self.t.batched_primitive_call(node), node)
         form = self.t.builtin_form(node) or self.t.numpy_form(node)
+        self._guard_int_conversion(node, form)
         node = self.generic_visit(node)
         if form is not None:
             node.func = ast.copy_location(ast.Name(id=form, ctx=ast.Load()), node.func)
         return node
+
+    def _guard_int_conversion(self, node: ast.Call, form: str | None) -> None:
+        """``int(x)``, ``round(x)`` of a per-example value: ``x`` computed first, then
+        checked finite (`runtime.IntConversionGuard`), as Python raises for nan and inf."""
+        name = "int" if form == "__pcb_int" else "round" if self._is_round(node) else None
+        if name is None or len(node.args) != 1 or not _free_locals(node.args[0], self.t.locals):
+            return
+        value = self.t.value(node.args[0])
+        guard = runtime.IntConversionGuard(name, str(self.t.loc(node)))
+        checked = self.t.fb.prim(guard, value, out=self.t.fresh(), name=guard.__name__)
+        node.args[0] = self._temp(checked, node.args[0])
+
+    def _is_round(self, node: ast.Call) -> bool:
+        func = node.func
+        return (
+            isinstance(func, ast.Name) and func.id == "round" and not node.keywords
+            and func.id not in self.t.locals and func.id not in self.t.namespace
+        )
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         if not _is_trivially_pure(node):

@@ -615,6 +615,10 @@ def augmented_tuple_item(x):
     return t
 
 
+def int_and_round_of_a_float(f):
+    return int(f * 2), round(f) + 1
+
+
 def string_default(x, mode="fast"):
     if mode == "fast":
         return x * 2

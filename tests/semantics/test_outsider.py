@@ -198,6 +198,32 @@ def test_item_assignment_to_a_tuple_is_pythons_type_error_at_the_line(backend_na
 
 
 @backends.backend_param
+def test_int_or_round_of_nan_or_inf_is_pythons_error(backend_name):
+    """``int(f)``, ``round(f)``: Python raises for nan (ValueError) and inf (OverflowError);
+    the batch gave the smallest int64 for them, silently. Now the error names the line,
+    and with return_status those examples fail, the others keep Python's values."""
+    function = src.int_and_round_of_a_float
+    f = INPUTS["f"]  # 2.5, -1.5, 0.25, inf, nan, -0.0
+    with pytest.raises(OverflowError):
+        function(f[3])
+    with pytest.raises(ValueError):
+        function(f[4])
+    batched = pcbatch.Context().batch(function)
+    backend = backends.backend(backend_name)
+    line = f"{src.__file__}:{inspect.getsourcelines(function)[1] + 1}"
+    with pytest.raises((ValueError, OverflowError), match="cannot convert float") as info:
+        batched(f, backend=backend)
+    assert line in str(info.value)
+    results, status = batched(f, backend=backend, return_status=True)
+    failed = np.asarray(status) == pcbatch.LaneStatus.ERROR
+    np.testing.assert_array_equal(failed, ~np.isfinite(f))
+    finite = np.isfinite(f)
+    expected = _per_example(function, [f[finite]])
+    for got, want in zip(results, expected):
+        np.testing.assert_array_equal(np.asarray(got)[finite], want)
+
+
+@backends.backend_param
 def test_a_string_default_is_refused_at_the_call(backend_name):
     batched = pcbatch.Context().batch(src.string_default)
     with pytest.raises(TypeError, match="'mode'.*boolean or int flag"):
