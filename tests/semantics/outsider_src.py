@@ -619,6 +619,11 @@ def int_and_round_of_a_float(f):
     return int(f * 2), round(f) + 1
 
 
+def integer_powers(n, x):
+    """Integers to negative integer powers raise (NumPy, per example); floats do not."""
+    return n ** (n - 2), x ** (n - 2), 2 ** n if n >= 0 else 0, pow(n, n - 3) if n != 2 else 0
+
+
 def string_default(x, mode="fast"):
     if mode == "fast":
         return x * 2

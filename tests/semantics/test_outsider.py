@@ -224,6 +224,30 @@ def test_int_or_round_of_nan_or_inf_is_pythons_error(backend_name):
 
 
 @backends.backend_param
+def test_an_integer_to_a_negative_power_is_numpys_error(backend_name):
+    """``n ** (n - 2)`` with ``n - 2 < 0``: NumPy's ValueError per example. JAX gave a
+    wrong number silently, TensorFlow a graph error; now the error names the line, and
+    with return_status those examples fail, the others keep their values."""
+    function = src.integer_powers
+    n, x = np.array([3, 1, 0, 7]), INPUTS["x"]
+    with pytest.raises(ValueError):
+        function(n[1], x[1])
+    batched = pcbatch.Context().batch(function)
+    backend = backends.backend(backend_name)
+    with pytest.raises(ValueError, match="negative integer powers") as info:
+        batched(n, x, backend=backend)
+    assert f"{src.__file__}:{inspect.getsourcelines(function)[1] + 2}" in str(info.value)
+    results, status = batched(n, x, backend=backend, return_status=True)
+    failed = np.asarray(status) == pcbatch.LaneStatus.ERROR
+    np.testing.assert_array_equal(failed, n < 2)
+    expected = _per_example(function, [n[n >= 2], x[n >= 2]])
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(np.asarray(got)[n >= 2], want, rtol=1e-12)
+    ok = np.array([2, 5, 3, 4])
+    _assert_same(batched(ok, x, backend=backend), batched(ok, x, dry_run=True))
+
+
+@backends.backend_param
 def test_a_string_default_is_refused_at_the_call(backend_name):
     batched = pcbatch.Context().batch(src.string_default)
     with pytest.raises(TypeError, match="'mode'.*boolean or int flag"):
