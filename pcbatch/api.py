@@ -265,7 +265,10 @@ class BatchedFunction:
                 size = _batch_size(bound.values, self.name)
                 return results, np.zeros(size, np.int32)
             return results
-        return self.context._run(self.name, bound.values, options)
+        results = self.context._run(self.name, bound.values, options)
+        if _one_example_under_vmap(bound):
+            return map_pattern(lambda leaf: leaf[0], results)
+        return results
 
     def _map(self, args: tuple[Any, ...], kwargs: dict[str, Any], preset: dict[str, Any]) -> Any:
         kwargs = dict(kwargs)
@@ -379,6 +382,32 @@ def _drop_internal_frames(error: Exception) -> None:
     """Drops pcbatch's frames below the API entry from ``error``'s traceback, so that it
     ends in the user's code."""
     error.__traceback__ = tracebacks.without_internal_frames(error.__traceback__)
+
+
+def _one_example_under_vmap(bound: Bound) -> bool:
+    """Whether ``jax.vmap`` calls the function on one example: every argument passed is
+    0-d and some is vmap's tracer. Python numbers and 0-d arrays are a batch of one
+    (results with a leading axis of 1), but under ``jax.vmap(f)(xs)`` each call is one
+    example of ``xs``, so the results drop that axis and ``vmap(f)(xs)`` equals
+    ``f(xs)`` (shape ``(n,)``, not ``(n, 1)``). JAX has no public test for vmap's
+    tracer; its class name is stable across releases."""
+    leaves = [leaf for name in bound.passed for leaf in _leaves(bound.passed[name])]
+    return (
+        bool(leaves)
+        and all(np.ndim(leaf) == 0 for leaf in leaves)
+        and any(_vmap_tracer(leaf) for leaf in leaves)
+    )
+
+
+def _vmap_tracer(leaf: Any) -> bool:
+    """vmap's tracer, or a forward-mode tracer around one (``vmap`` of ``jvp``)."""
+    for _ in range(8):
+        if type(leaf).__name__ == "BatchTracer":
+            return True
+        leaf = getattr(leaf, "primal", None)
+        if leaf is None:
+            return False
+    return False
 
 
 def _default_value(function: str, param: str, default: Any) -> Any:

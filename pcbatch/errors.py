@@ -97,6 +97,11 @@ class NarrowingWarning(UserWarning):
     """A 64-bit argument runs narrowed to 32 bits (JAX with ``jax_enable_x64`` off)."""
 
 
+class NonFiniteToIntError(PcbatchError, ValueError, OverflowError):
+    """``int(x)`` or ``round(x)`` of nan (Python: ValueError) or of an infinity (Python:
+    OverflowError), found after a compiled run, which does not tell which: both."""
+
+
 def lane_check_failed(error: Exception) -> Exception:
     """Marks ``error`` as a run-time check's failure (a zero range() step, an unbound
     local): a per-member `LaneStatus.ERROR` with ``return_status=True``."""

@@ -18,6 +18,7 @@ function) raises, because each example may decide differently.
 from __future__ import annotations
 
 import inspect
+import os
 import warnings
 import weakref
 from collections.abc import Callable
@@ -79,11 +80,8 @@ class BatchedArray(BatchedView):
         if not isinstance(index, tuple):
             index = (index,)
         if any(isinstance(i, BatchedArray) for i in index):
-            if all(per_example.is_simple_index(i) for i in index):
-                # Per-example integers: one fancy index with the batch rows in front.
-                rows = np.arange(self.data.shape[0])
-                key = [i.data if isinstance(i, BatchedArray) else i for i in index]
-                return BatchedArray(self.data[(rows, *key)])
+            if all(_is_simple_index(i) for i in index):
+                return BatchedArray(_gather(self.data, index))
             return _per_example(lambda x: x[index if len(index) > 1 else index[0]], (self,), {})
         return BatchedArray(self.data[(slice(None), *index)])
 
@@ -183,6 +181,44 @@ def _wrap(result, size):
     result = np.asarray(result)
     if size is not None and result.ndim and result.shape[0] == size:
         return BatchedArray(result)
+    return result
+
+
+def _is_simple_index(part) -> bool:
+    """An int, a full ``:``, or a per-example integer scalar or array."""
+    if isinstance(part, BatchedArray):
+        return np.issubdtype(part.dtype, np.integer)
+    if isinstance(part, slice):
+        return part == slice(None)
+    return isinstance(part, (int, np.integer))
+
+
+def _gather(data: np.ndarray, index: tuple) -> np.ndarray:
+    """``data[b][index_b]`` for every batch row ``b``, as one fancy index (a gather).
+
+    ``index`` holds ints, full slices and per-example integer arrays (`_is_simple_index`).
+    Per example, NumPy broadcasts the advanced parts (ints and arrays) to one shape K and
+    puts K where they stand if they are adjacent, else first. Here the batch rows are
+    one more advanced part, in front: each part gets the rows' axis and K's rank, and
+    where the example's K stands after leading slices, its axes move back there."""
+    advanced = [k for k, part in enumerate(index) if not isinstance(part, slice)]
+    shapes = [part.shape if isinstance(part, BatchedArray) else () for part in index]
+    rank = len(np.broadcast_shapes(*(shapes[k] for k in advanced)))
+    size = max(data.shape[0], *(p.data.shape[0] for p in index if isinstance(p, BatchedArray)))
+    data = np.broadcast_to(data, (size, *data.shape[1:]))  # a shared value: one row
+
+    def batched(part):
+        if not isinstance(part, BatchedArray):
+            return part
+        values = np.broadcast_to(part.data, (size, *part.shape))
+        return values.reshape((size,) + (1,) * (rank - part.ndim) + part.shape)
+
+    rows = np.arange(size).reshape((size,) + (1,) * rank)
+    result = data[(rows, *(batched(part) for part in index))]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    if adjacent and advanced[0] > 0 and rank > 0:  # the example's K stands after slices
+        first = 1 + advanced[0]
+        result = np.moveaxis(result, range(1, 1 + rank), range(first, first + rank))
     return result
 
 
@@ -425,12 +461,44 @@ def _warn_slow(function: Callable, error: Exception) -> None:
         "" if isinstance(error, OtherLibraryCall)
         else ": use np.where in plain helpers, or batch the helper with ctx.batch"
     )
-    warnings.warn(
-        f"the primitive at {where} runs one example at a time ({error}). Results are right, "
-        f"but slow{advice}.",
+    line = _users_line(error)
+    if line is None:
+        warnings.warn(
+            f"the primitive at {where} runs one example at a time ({error}). Results are "
+            f"right, but slow{advice}.",
+            PerExampleFallbackWarning,
+            stacklevel=3,
+        )
+        return
+    filename, lineno, name = line
+    warnings.warn_explicit(
+        f"the line at {filename}:{lineno} (in {name}) runs one example at a time ({error}). "
+        f"Results are right, but slow{advice}.",
         PerExampleFallbackWarning,
-        stacklevel=3,
+        filename,
+        lineno,
     )
+
+
+#: the directories whose frames are not the user's: pcbatch's and NumPy's
+_NOT_USERS = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(os.path.abspath(np.__file__)) + os.sep,
+)
+
+
+def _users_line(error: Exception) -> tuple | None:
+    """(file, line, function) of the deepest frame of ``error``'s traceback outside
+    pcbatch and NumPy: the user's line that made the primitive fall back (inside a
+    plain helper, or a log density that NUTS's program calls), not pcbatch's."""
+    found = None
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith(_NOT_USERS) and not code.co_filename.startswith("<"):
+            found = (code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
 
 
 def _wrap_input(value):

@@ -151,6 +151,10 @@ class Dispatched(PerExampleValue):
         function = getattr(self.xp, ufunc.__name__, None)
         if function is None and ufunc.__name__ in _UFUNC_ALIASES:
             function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)
+        if function is None and ufunc.__name__ in _SHIFTS and self.xp.__name__ == _TF_NUMPY:
+            import tensorflow as tf  # tf.experimental.numpy has no shifts
+
+            function = getattr(tf.bitwise, ufunc.__name__)
         if method != "__call__" or function is None:
             return NotImplemented
         inputs = unwrap(inputs)
@@ -322,6 +326,9 @@ def _fit_scalar(x, dtype: np.dtype):
 
 # Ufuncs some counterparts know by another name (``~x`` is ``np.invert``).
 _UFUNC_ALIASES = {"invert": "bitwise_not"}
+#: ``n << k``, ``n >> k``: on TensorFlow, tf.bitwise's (arithmetic right shift on signed
+#: integers, as NumPy's; a shift by the width or more is not NumPy's 0 or -1 there)
+_SHIFTS = ("left_shift", "right_shift")
 
 # Keyword arguments whose names differ between NumPy and its counterparts.
 _RENAMED = {"jax.numpy": {("clip", "a_min"): "min", ("clip", "a_max"): "max"}}

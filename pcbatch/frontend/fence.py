@@ -424,6 +424,8 @@ class _Fence(ast.NodeVisitor):
             for arg in node.args[:1]
             for n in ast.walk(arg)
         )
+        if name == "pow" and len(node.args) + len(node.keywords) == 3:
+            self.check_modular_pow(node)
         if name in _TEXT_BUILTINS and reads_locals:
             self.reject(node, _TEXT_ADVICE.format(what=f"{name}()"))
         if name in ("isinstance", "type", "id") and reads_locals:
@@ -433,6 +435,19 @@ class _Fence(ast.NodeVisitor):
                 "function a value is a batch of arrays, not the Python or NumPy scalar one "
                 "example would hold; test its dtype instead (e.g. np.issubdtype(x.dtype, "
                 "np.floating))",
+            )
+
+    def check_modular_pow(self, node: ast.Call) -> None:
+        """``pow(a, e, m)`` needs Python ints: on NumPy's integers, which each example
+        holds, Python raises TypeError (and a batch cannot hold unbounded ints)."""
+        if any(self.reads_locals(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+            self.reject(
+                node,
+                "pow(base, exp, mod) of a per-example value is not supported: Python "
+                "computes it on Python ints only (on a NumPy integer, what an example "
+                "holds, it raises TypeError). Write the square-and-multiply loop: "
+                "r = 1; b = base % mod; while exp > 0: (if exp % 2 == 1: r = r * b % mod); "
+                "b = b * b % mod; exp = exp // 2 (exact while mod * mod fits in int64)",
             )
 
     def is_builtin(self, name: str) -> bool:

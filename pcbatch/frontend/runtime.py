@@ -188,6 +188,112 @@ def _pass_through(value):
     return value
 
 
+class IntConversionGuard:
+    """``int(x)`` and ``round(x)``'s check that ``x`` is finite, as a batched primitive
+    returning ``x``: Python raises for nan (ValueError) and infinities (OverflowError),
+    where NumPy's cast gives the smallest int64. On NumPy (active threads only) it raises
+    Python's error, naming the user's line; a staged backend passes ``x`` through and
+    stops the threads `faulting` names, raising `error` after the run, as for range()'s
+    zero step (`RangeStepCheck`)."""
+
+    def __init__(self, builtin: str, where: str):
+        self.builtin, self.where = builtin, where
+        self.__name__ = f"{builtin}_guard"
+
+    def __call__(self, x):
+        if _is_float(x) and not np.all(np.isfinite(x)):
+            nan = np.any(np.isnan(x))
+            kind, what = (ValueError, "NaN") if nan else (OverflowError, "infinity")
+            from pcbatch.errors import lane_check_failed
+
+            raise lane_check_failed(kind(self._message(what)))
+        return x
+
+    @staticmethod
+    def faulting(x):
+        if not _is_float(x):
+            return np.not_equal(x, x)  # an int or bool is always finite: all False
+        return np.logical_not(np.isfinite(x))
+
+    def error(self) -> Exception:
+        from pcbatch.errors import NonFiniteToIntError, lane_check_failed
+
+        return lane_check_failed(NonFiniteToIntError(self._message("NaN or infinity")))
+
+    def _message(self, what: str) -> str:
+        return (
+            f"cannot convert float {what} to integer (at {self.where}, by {self.builtin}()); "
+            "as Python does for each example: test np.isfinite(x) first"
+        )
+
+    def for_backend(self, backend):
+        if getattr(backend, "staged", False):
+            return _pass_through
+        return None
+
+
+class IntPowerGuard:
+    """``base ** exponent`` (and ``pow(base, exponent)``)'s check, as a batched primitive
+    returning ``exponent``: integers to negative integer powers raise ValueError in
+    NumPy, as per example in Python; JAX's power gave a wrong number and TensorFlow's a
+    graph error. Raised at once on NumPy, after the run on staged backends (as
+    `IntConversionGuard`)."""
+
+    def __init__(self, where: str):
+        self.where = where
+        self.__name__ = "int_power_guard"
+
+    def __call__(self, base, exponent):
+        if _is_integer(base) and _is_integer(exponent) and np.any(np.less(exponent, 0)):
+            raise self.error()
+        return exponent
+
+    @staticmethod
+    def faulting(base, exponent):
+        if not (_is_integer(base) and _is_integer(exponent)):
+            return np.less(exponent, exponent)  # all False, in the exponent's shape
+        # over the base's shape too: a literal exponent is one value for the batch
+        negative = np.logical_or(np.less(exponent, 0), np.not_equal(base, base))
+        rank = len(np.shape(negative))
+        return np.any(negative, axis=tuple(range(1, rank))) if rank > 1 else negative
+
+    def error(self) -> ValueError:
+        from pcbatch.errors import lane_check_failed
+
+        return lane_check_failed(ValueError(
+            f"Integers to negative integer powers are not allowed (at {self.where}), as "
+            "NumPy says for each example: make the base a float (2.0 ** n, n.astype(float))"
+        ))
+
+    def for_backend(self, backend):
+        """Staged: the exponent passes through, a negative one of an integer power as 0,
+        so the power after it computes (TensorFlow's kernel raises inside the run, JAX's
+        gives a number) for the examples that fail here anyway."""
+        if not getattr(backend, "staged", False):
+            return None
+
+        def harmless(base, exponent):
+            if not (_is_integer(base) and _is_integer(exponent)):
+                return exponent
+            return np.where(np.less(exponent, 0), np.zeros_like(exponent), exponent)
+
+        return backend.adapt(harmless)
+
+
+def _is_integer(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return isinstance(x, int)
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).kind in "iub"
+
+
+def _is_float(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return isinstance(x, float)
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).kind == "f"
+
+
 def sync() -> None:
     """Asks the scheduler to gather threads here before running what follows.
 

@@ -544,10 +544,52 @@ class _Hoister(ast.NodeTransformer):
             return self._temp(self.t.call(node, None), node)
         if runtime.is_batched_primitive(self.t.constant_of(node.func)):
             return self._temp(self.t.batched_primitive_call(node), node)
+        plain = not any(isinstance(a, ast.Starred) for a in node.args) and not node.keywords
+        power_call = self._is_builtin(node, "pow") or self.t.constant_of(node.func) is np.power
+        if power_call and len(node.args) == 2 and plain:
+            # pow(a, b), np.power(a, b) are a ** b: the same guard (`visit_BinOp`)
+            power = ast.BinOp(left=node.args[0], op=ast.Pow(), right=node.args[1])
+            return self.visit_BinOp(ast.copy_location(power, node))
         form = self.t.builtin_form(node) or self.t.numpy_form(node)
+        self._guard_int_conversion(node, form)
         node = self.generic_visit(node)
         if form is not None:
             node.func = ast.copy_location(ast.Name(id=form, ctx=ast.Load()), node.func)
+        return node
+
+    def _guard_int_conversion(self, node: ast.Call, form: str | None) -> None:
+        """``int(x)``, ``round(x)`` of a per-example value: ``x`` computed first, then
+        checked finite (`runtime.IntConversionGuard`), as Python raises for nan and inf."""
+        name = "int" if form == "__pcb_int" else "round" if self._is_round(node) else None
+        if name is None or len(node.args) != 1 or not _free_locals(node.args[0], self.t.locals):
+            return
+        value = self.t.value(node.args[0])
+        guard = runtime.IntConversionGuard(name, str(self.t.loc(node)))
+        checked = self.t.fb.prim(guard, value, out=self.t.fresh(), name=guard.__name__)
+        node.args[0] = self._temp(checked, node.args[0])
+
+    def _is_round(self, node: ast.Call) -> bool:
+        return self._is_builtin(node, "round")
+
+    def _is_builtin(self, node: ast.Call, name: str) -> bool:
+        """A call of the builtin ``name`` (not shadowed), without keywords."""
+        func = node.func
+        return (
+            isinstance(func, ast.Name) and func.id == name and not node.keywords
+            and func.id not in self.t.locals and func.id not in self.t.namespace
+        )
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        """``base ** exponent`` of per-example values: both computed first, then checked
+        (`runtime.IntPowerGuard`: integers to negative powers raise)."""
+        if not isinstance(node.op, ast.Pow) or not _free_locals(node, self.t.locals):
+            return self.generic_visit(node)
+        base = self.t.value(node.left)
+        exponent = self.t.value(node.right)
+        guard = runtime.IntPowerGuard(str(self.t.loc(node)))
+        checked = self.t.fb.prim(guard, base, exponent, out=self.t.fresh(), name=guard.__name__)
+        node.left = self._temp(base, node.left) if isinstance(base, str) else node.left
+        node.right = self._temp(checked, node.right)
         return node
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:

@@ -50,6 +50,7 @@ class SetItem:
 
     def __call__(self, target, value, *indices):
         """The functional form (NumPy): a copy of ``target`` with the items replaced."""
+        _refuse_tuple(target)
         target = np.array(target)
         dims = target.shape[1:]
         wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
@@ -61,8 +62,21 @@ class SetItem:
         """The functional form on a backend with ``set_items`` (the compiled ones)."""
         if not hasattr(backend, "set_items"):
             return None
-        return lambda target, value, *indices: backend.set_items(
-            self, target, value, list(indices), None
+
+        def set_items(target, value, *indices):
+            _refuse_tuple(target)
+            return backend.set_items(self, target, value, list(indices), None)
+
+        return set_items
+
+
+def _refuse_tuple(target) -> None:
+    """``t[0] = v`` (or ``t[0] += v``) on a tuple: Python's TypeError, saying what to write."""
+    if is_pattern_node(target):
+        raise TypeError(
+            "'tuple' object does not support item assignment (as in Python); build a new "
+            "tuple, t = (t[0] + 1.0, t[1]), or make an array to assign into, "
+            "t = np.array([a, b])"
         )
 
 

@@ -526,6 +526,7 @@ def _start_of(
         return _Start(
             resumed.chain_state.q, resumed.layout, resumed.constraints, resumed.dense, resumed
         )
+    _check_finite_start(initial_state)
     constraints = constrained.build(transforms, initial_state)
     if constraints is not None:
         initial_state = constraints.unconstrain(initial_state)
@@ -541,6 +542,37 @@ def _start_of(
         layout = structure.Layout(structure.Node("leaf"), (tuple(q.shape[1:]),))
         q = _reshape_for(q)(q, (q.shape[0], -1))
     return _Start(q, layout, constraints, dense)
+
+
+def _check_finite_start(initial_state: Any) -> None:
+    """A ValueError naming the leaf and chains where ``initial_state`` holds nan or inf.
+
+    From such a point every trajectory is non-finite: the chain would never move, and
+    its draws would be nan or inf with nothing else said. Inside ``jax.jit`` or
+    ``tf.function`` the values are not known: there such a chain's draws are non-finite
+    and every transition of it is divergent (``diverging``)."""
+    if tracing.is_traced(initial_state):
+        return
+    if structure.is_structured(initial_state):
+        leaves, node = structure.flatten(initial_state)
+        names = node.paths()
+    else:
+        leaves, names = [initial_state], [""]
+    for name, leaf in zip(names, leaves):
+        values = gradients.to_numpy(leaf)
+        if values.dtype.kind not in "fc" or values.ndim < 1:
+            continue  # integers are finite; other kinds and shapes are refused later
+        finite = np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1)
+        if not finite.all():
+            what = "initial_state" if name == "" else f"initial_state[{name!r}]"
+            chains = np.flatnonzero(~finite)
+            shown = chains[:10].tolist()
+            more = f" (and {len(chains) - 10} more)" if len(chains) > 10 else ""
+            raise ValueError(
+                f"nuts.sample: {what} is not finite (nan or inf) at chains {shown}{more}; "
+                "start every chain at a finite point inside the model's support (say, a "
+                "draw from the prior, or zeros), else its draws are nan or inf"
+            )
 
 
 def _resumed_position(resumed: AdaptedState) -> _Position:

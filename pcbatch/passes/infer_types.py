@@ -88,12 +88,41 @@ def _advice(error: Exception) -> str:
             "NumPy 2 raises it per example too: keep the number in the array's range, or "
             "convert the array first (x.astype(np.int64))."
         )
+    if "does not support item assignment" in str(error):  # says what to write
+        return ""
+    if "are valid indices" in str(error):  # TensorFlow's indexing has no integer arrays
+        return (
+            "TensorFlow indexes with ints, slices and scalar integers only: an integer "
+            "array as index is written tf.gather(v, k) (v[:, k]: tf.gather(v, k, axis=1))."
+        )
+    if _iterates_a_scalar(error):
+        return (
+            "Python raises this TypeError too, on each example: a number is not iterable and "
+            "has no len() (any, all, sum, min, max, sorted, len, list, tuple, iter, enumerate, zip "
+            "of it). Pass the array it came from (any(v), not any(v[0])), or use np.any(x)."
+        )
     if "None" in str(error):
         return (
             "If it made or took None: None is not a batched value; use a number or array "
             "(for an optional value, a boolean flag beside it, or a sentinel such as np.nan)."
         )
     return "Make it accept any value of those types, or give the function a type_inference."
+
+
+def _iterates_a_scalar(error: Exception) -> bool:
+    """Whether ``error`` is Python's (or a library's) refusal to iterate a 0-d value."""
+    text = str(error)
+    return isinstance(error, TypeError) and any(words in text for words in _ITERATES_A_SCALAR)
+
+
+_ITERATES_A_SCALAR = (
+    "not iterable",  # Python's, of a number
+    "unsized object",  # NumPy's len()
+    "iteration over a 0-d",  # NumPy's iter()
+    "iterate over a scalar",  # TensorFlow's
+    "per-example scalar",  # pcbatch's per-example views
+    "has no len()",
+)
 
 
 def _says_what_to_write(error: BaseException | None) -> bool:

@@ -31,6 +31,8 @@ import warnings
 import numpy as np
 import pytest
 
+from pcbatch.backends import batched_array
+from pcbatch.backends.batched_array import PerExampleFallbackWarning
 from pcbatch.mcmc import constrained, gradients, nuts
 from tests import backends, tiers
 from tests.mcmc import constrained_target as model
@@ -113,6 +115,15 @@ def test_structured_transforms_sample_inside_the_users_jit():
     outside = dict(start, sigma=-start["sigma"])
     samples, diverging = run(key, outside)
     assert not np.isfinite(np.asarray(samples["sigma"])).any() and np.asarray(diverging).all()
+    # Traced, a nan start cannot be refused either: that chain's draws are not finite,
+    # all its transitions divergent; the other chains' draws are the eager run's.
+    nan_start = dict(start, sigma=start["sigma"].at[1].set(np.nan))
+    samples, diverging = run(key, nan_start)
+    assert np.isnan(np.asarray(samples["sigma"])[:, 1]).all() and np.asarray(diverging)[:, 1].all()
+    others = np.arange(model.CHAINS) != 1
+    np.testing.assert_array_equal(
+        np.asarray(samples["w"])[:, others], np.asarray(eager.samples["w"])[:, others]
+    )
 
 
 @tiers.slow
@@ -426,6 +437,26 @@ def test_a_log_density_that_is_no_scalar_is_a_clear_error(backend_name, shape, a
         nuts.sample(target, np.zeros((2, 2)), **arguments)
 
 
+@pytest.mark.parametrize("backend_name", backends.BACKEND_NAMES)
+def test_a_start_with_nan_or_inf_is_refused_naming_chains_and_leaf(backend_name):
+    """Old code ran it: the chain's draws were inf or nan, nothing said (NumPy)."""
+    options = dict(SHORT, seed=0, backend=backends.backend(backend_name))
+    if backend_name == "numpy":
+        options["value_and_grad"] = lambda q: (-0.5 * np.sum(q["a"] ** 2), {"a": -q["a"]})
+    total = None if backend_name == "numpy" else _xp(backend_name)[0]
+    target = None if total is None else (lambda q: -0.5 * total(q["a"] ** 2))
+    array = np.zeros((4, 2))
+    array[1, 0], array[3, 1] = np.nan, -np.inf
+    with pytest.raises(ValueError, match=r"initial_state\['a'\] is not finite .* chains \[1, 3\]"):
+        nuts.sample(target, _as(backend_name, {"a": array}), **options)
+    if backend_name == "numpy":
+        options["value_and_grad"] = lambda q: (-0.5 * np.sum(q**2), -q)
+    else:
+        target = lambda q: -0.5 * total(q**2)  # noqa: E731
+    with pytest.raises(ValueError, match=r"initial_state is not finite .* chains \[1, 3\]"):
+        nuts.sample(target, _as(backend_name, array), **options)
+
+
 def test_a_gradient_of_another_shape_is_a_clear_error():
     def value_and_grad(x):
         return -0.5 * np.sum(x * x), np.zeros(3)
@@ -479,6 +510,47 @@ def test_integer_data_indexes_the_groups(backend_name):
     assert np.all(ess > 50), ess
     error = np.abs(mu.mean(axis=(0, 1)) - mean)
     np.testing.assert_array_less(error, Z * precision**-0.5 / np.sqrt(ess))
+
+
+def _gathered_value_and_grad(params, data):
+    """The log density as a NumPy user writes it: ``mu[data["group"]]`` (a gather)."""
+    mu, group = params["mu"], data["group"]
+    residual = data["y"] - mu[group]
+    grad = np.zeros_like(mu)
+    np.add.at(grad, group, residual)
+    logp = -0.5 * np.sum(residual**2) - 0.5 * PRIOR_PRECISION * np.sum(mu**2)
+    return logp, {"mu": grad - PRIOR_PRECISION * mu}
+
+
+def test_integer_data_as_an_index_is_batched_on_numpy():
+    """Old code ran ``mu[data["group"]]`` one chain at a time (PerExampleFallbackWarning
+    pointing at pcbatch's program.py); now one gather for all chains, the same draws."""
+    options = dict(num_samples=20, num_warmup=20, seed=1, max_tree_depth=5, progress_bar=False,
+                   data={"y": Y, "group": GROUP})  # fmt: skip
+    start = {"mu": np.zeros((2, 3))}
+    batched_array._warned.clear()  # a fallback warns once per primitive and process
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        gathered = nuts.sample(None, start, value_and_grad=_gathered_value_and_grad, **options)
+    assert not [w for w in record if w.category is PerExampleFallbackWarning]
+    onehot = _grouped_run("numpy", num_samples=20, num_warmup=20)
+    np.testing.assert_allclose(gathered.samples["mu"], onehot.samples["mu"], rtol=1e-9)
+
+
+def _branching_value_and_grad(q):
+    if np.sum(q) > 100.0:  # Python control flow on a value: one chain at a time
+        return -np.inf, -q
+    return -0.5 * np.sum(q * q), -q
+
+
+def test_a_log_density_that_falls_back_is_warned_about_at_the_users_line():
+    batched_array._warned.clear()  # a fallback warns once per primitive and process
+    with pytest.warns(PerExampleFallbackWarning) as record:
+        nuts.sample(None, np.zeros((2, 2)), value_and_grad=_branching_value_and_grad, **SHORT,
+                    seed=1)  # fmt: skip
+    line = _branching_value_and_grad.__code__.co_firstlineno + 1
+    assert {(w.filename, w.lineno) for w in record} == {(__file__, line)}
+    assert f"{__file__}:{line}" in str(record[0].message)
 
 
 # -- one chain -------------------------------------------------------------------------

@@ -129,3 +129,10 @@ def test_the_gradient_does_not_import_torch_dynamo_which_crashes_beside_tensorfl
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "dynamo imported: False" in done.stdout
+
+
+def test_a_torch_start_with_nan_is_refused_naming_the_chains():
+    start = torch.zeros((3, 2), dtype=torch.float64)
+    start[2, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"initial_state is not finite .* chains \[2\]"):
+        nuts.sample(torch_log_prob, start, num_samples=2, num_warmup=2, seed=0)

@@ -7,7 +7,9 @@ and ``h`` vectors (3,) of uint8, int16 and float16. The ``ctx`` functions at the
 call each other (recursion with a default, batched calls with keywords).
 """
 
+import functools
 import math
+import operator
 
 import numpy as np
 
@@ -239,6 +241,172 @@ def math_tests_of_a_value(f):
     return math.isnan(f), math.isinf(f), math.isfinite(f), near, math.fabs(f) * f
 
 
+def modular_pow_by_squaring(n):
+    """What the rejection of pow(n, 5, 7) says to write."""
+    r, b, e = 1, n % 7, 5
+    while e > 0:
+        if e % 2 == 1:
+            r = r * b % 7
+        b = b * b % 7
+        e = e // 2
+    return r
+
+
+# -- exact: a second round of ordinary programs ---------------------------------------
+
+
+def break_in_nested_loops(n):
+    hits = 0
+    for i in range(4):
+        for j in range(4):
+            if j > i + n:
+                break
+            hits += 1
+    return hits
+
+
+def swap_by_unpacking(x, n):
+    a, b = x, n * 1.5
+    a, b = b, a
+    return a - b
+
+
+def divmod_of_floats(x):
+    q, r = divmod(x, 0.75)
+    s, t = divmod(x, -0.75)
+    return q, r, s, t
+
+
+def divmod_negative_divisor(n):
+    q, r = divmod(n, -3)
+    s, t = divmod(-n, 4)
+    return q, r, s, t
+
+
+def abs_of_int8(i8):
+    return abs(i8), -i8, i8 // -1
+
+
+def floor_and_mod_of_negative_floats(x):
+    return x // -0.75, x % -0.75, -x // 0.3, -x % 0.3
+
+
+def clip_with_none(v):
+    return np.clip(v, None, 1.0), np.clip(v, 0.0, None)
+
+
+def truthiness_of_floats(f):
+    """nan is true, -0.0 false, as in Python."""
+    return f if f else np.float32(7.0), bool(f), not f
+
+
+def nan_is_not_equal_to_itself(f):
+    return f != f, 0.0 <= f <= 1.0, f == f
+
+
+def int_of_bool(b, n):
+    return int(True) + n, int(b) * 3, b + b
+
+
+def is_not_none_in_a_chain(x):
+    return -1.0 < x is not None
+
+
+def early_return_in_a_loop(n, x):
+    for i in range(5):
+        if i * x > 2.0:
+            return i
+    return -1
+
+
+def _affine(x, *, scale=2.0, shift=-1.0):
+    return x * scale + shift
+
+
+def keyword_only_helper(x):
+    return _affine(x), _affine(x, shift=0.5), _affine(x, scale=-1.0, shift=2.0)
+
+
+def _total(*values):
+    result = 0.0
+    for value in values:
+        result = result + value
+    return result
+
+
+def star_args_helper(x, n):
+    return _total(x, n, 1.0), _total(x)
+
+
+SQUARE = lambda y: y * y  # noqa: E731
+
+
+def lambda_helper(x):
+    return SQUARE(x) + 1.0
+
+
+def reduce_with_operator(x, n):
+    return functools.reduce(operator.mul, (x, 2.0, n), 1.0)
+
+
+def comprehension_then_array(x):
+    powers = [x**i for i in range(4)]
+    return np.array(powers), sum(powers)
+
+
+def square_root_by_power(x):
+    return x**0.5, abs(x) ** 0.5
+
+
+def bit_operations(n):
+    return n & 1, n >> 1, ~n, n ^ 3, n | 4, n << 2
+
+
+def mixed_number_max(x, n):
+    return max(x, n), min(n, 0)
+
+
+def value_or_default(x):
+    return x or 1.0, x and 2.0
+
+
+def round_to_tens(x):
+    return round(x, -1), round(x * 10) / 10
+
+
+def median_of_three(x):
+    return sorted((x, 1.0, -x))[1]
+
+
+def max_with_key(x):
+    return max(x, -2.0, key=abs)
+
+
+def bool_of_nan_float(f):
+    if f:  # nan and inf are true
+        return 1
+    return 0
+
+
+def while_with_two_exits(n):
+    k = 0
+    found = False
+    while k < 10:
+        if k * k > n:
+            found = True
+            break
+        k += 1
+    return k, found
+
+
+def ternary_on_int_zero(n):
+    return (10 // n) if n else 0
+
+
+def nested_ternary(x):
+    return 1 if x > 1 else (0 if x > -1 else -1)
+
+
 # -- rejected: Python would share an array between two names ------------------------
 
 
@@ -356,6 +524,104 @@ def list_append(x):
 def dict_of_values(x):
     d = {"a": x, "b": 2.0}
     return d["a"] * d["b"]
+
+
+# -- rejected: iterating a number, which Python refuses too (TypeError) -----------
+
+
+def any_of_a_number(v):
+    return any(v[0])
+
+
+def all_of_a_number(v):
+    return all(v[0])
+
+
+def sum_of_a_number(x):
+    return sum(x)
+
+
+def min_of_a_number(v):
+    return min(v[1])
+
+
+def max_of_a_number(x):
+    return max(x)
+
+
+def sorted_number(v):
+    return sorted(v[0])[0]
+
+
+def len_of_a_number(x):
+    return len(x)
+
+
+def list_of_a_number(v):
+    return list(v[2])[0]
+
+
+def tuple_of_a_number(x):
+    return tuple(x)[0]
+
+
+def iter_of_a_number(v):
+    return next(iter(v[0]))
+
+
+def modular_pow(n):
+    return pow(n, 5, 7)
+
+
+def none_default(x, tol=None):
+    if tol is None:
+        tol = 1e-8
+    return x + tol
+
+
+def while_else(n):
+    k = 0
+    while k < n:
+        k += 1
+    else:
+        k = -k
+    return k
+
+
+def for_else(n):
+    t = 0
+    for i in range(3):
+        if i == n:
+            break
+    else:
+        t = 1
+    return t
+
+
+def nonlocal_counter(x):
+    count = 0
+
+    def bump():
+        nonlocal count
+        count += 1
+
+    bump()
+    return x + count
+
+
+def augmented_tuple_item(x):
+    t = (x, 1.0)
+    t[0] += 1.0
+    return t
+
+
+def int_and_round_of_a_float(f):
+    return int(f * 2), round(f) + 1
+
+
+def integer_powers(n, x):
+    """Integers to negative integer powers raise (NumPy, per example); floats do not."""
+    return n ** (n - 2), x ** (n - 2), 2 ** n if n >= 0 else 0, pow(n, n - 3) if n != 2 else 0
 
 
 def string_default(x, mode="fast"):

@@ -126,3 +126,36 @@ def test_torch_autograd_through_a_host_primitive_is_an_error_not_a_missing_gradi
     with torch.no_grad():
         np.testing.assert_allclose(cube_root(a), [2.0, 3.0])
     np.testing.assert_allclose(cube_root(a.detach()), [2.0, 3.0])
+
+
+@ctx.batch
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+@needs_jax
+def test_jax_vmap_of_a_batched_call_is_the_batched_call():
+    """Each call under ``jax.vmap`` gets one example (0-d): its result has no batch axis
+    of one, so ``vmap(f)(xs)`` equals ``f(xs)`` (it gave shape (n, 1))."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    backend = backends.backend("jax")
+    n = jax.numpy.asarray([3, 5, 7, 0])
+    direct = fib(n, backend=backend)
+    mapped = jax.vmap(lambda n: fib(n, backend=backend))(n)
+    assert mapped.shape == (4,)
+    np.testing.assert_array_equal(mapped, direct)
+    results, status = jax.vmap(lambda n: fib(n, backend=backend, return_status=True))(n)
+    assert results.shape == status.shape == (4,)
+    np.testing.assert_array_equal(results, direct)
+    # rows of a 2-D batch are batches of their own: (rows, examples), as called on each
+    rows = jax.vmap(lambda row: fib(row, backend=backend))(n.reshape(2, 2))
+    np.testing.assert_array_equal(rows, np.reshape(direct, (2, 2)))
+    # vmap of a forward-mode derivative: one example's slope per call
+    a = jax.numpy.asarray(A)
+    slopes = jax.vmap(lambda a: jax.jvp(lambda a: newton_sqrt(a, backend=backend), (a,),
+                                        (jax.numpy.ones(()),))[1])(a)
+    np.testing.assert_allclose(slopes, 0.5 / np.sqrt(A), rtol=1e-9)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pcbatch
+from pcbatch.backends.batched_array import PerExampleFallbackWarning
 from pcbatch.errors import AutobatchSyntaxError, TypeInferenceError
 from tests import backends
 from tests.semantics import outsider_src as src
@@ -29,6 +30,7 @@ INPUTS = {
     "u8": np.array([[1, 2, 250], [3, 4, 5], [0, 0, 0], [255, 255, 255]], np.uint8),
     "i16": np.array([[1, -2, 30000], [3, 4, 5], [-32768, 0, 1], [7, 7, 7]], np.int16),
     "h": np.array([[1.5, 2, 250], [3, 4, 5], [0.1, 0.2, 0.3], [-1, 65504, 1]], np.float16),
+    "i8": np.array([-128, 127, 0, -1], np.int8),
 }
 
 EXACT = """math_constants builtins_of_several divmod_unpacked pow_of_two conversions
@@ -40,7 +42,14 @@ loop_over_len round_builtin big_python_int stack_with_number bool_arithmetic
 module_constant_mode nan_checks scalar_alias_then_add item_read_before_assignment
 own_view_then_add literal_beside_a_value literal_result_meets_uint8 max_of_zero_and_value
 value_or_zero return_inside_while_true list_of_values_indexed conversions_of_bool
-large_product math_tests_of_a_value""".split()  # noqa: SIM905
+large_product math_tests_of_a_value modular_pow_by_squaring
+break_in_nested_loops swap_by_unpacking divmod_of_floats divmod_negative_divisor abs_of_int8
+floor_and_mod_of_negative_floats clip_with_none truthiness_of_floats
+nan_is_not_equal_to_itself int_of_bool is_not_none_in_a_chain early_return_in_a_loop
+keyword_only_helper star_args_helper lambda_helper reduce_with_operator
+comprehension_then_array square_root_by_power bit_operations mixed_number_max
+value_or_default round_to_tens bool_of_nan_float while_with_two_exits ternary_on_int_zero
+nested_ternary""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -62,6 +71,10 @@ REJECTED = {
     "walrus": "assign in a statement",
     "list_append": "acc = np.zeros",
     "dict_of_values": "acc = np.zeros",
+    "modular_pow": "square-and-multiply",
+    "while_else": "use a flag variable",
+    "for_else": "use a flag variable",
+    "nonlocal_counter": "module level",
 }
 
 
@@ -127,11 +140,131 @@ def test_an_array_shared_by_two_names_is_rejected_at_the_line(name, backend_name
     assert "np.array(" in str(info.value)  # what to write instead
 
 
+#: Python raises TypeError on each example (a number is not iterable): so does pcbatch,
+#: at the line, before anything runs. TensorFlow's elementwise shortcut once ran
+#: ``any(v[0])`` on the batch's vector and gave each example a boolean.
+ITERATES_A_NUMBER = """any_of_a_number all_of_a_number sum_of_a_number min_of_a_number
+max_of_a_number sorted_number len_of_a_number list_of_a_number tuple_of_a_number
+iter_of_a_number""".split()  # noqa: SIM905
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ITERATES_A_NUMBER)
+def test_iterating_a_number_is_pythons_type_error_at_the_line(name, backend_name):
+    function = getattr(src, name)
+    with pytest.raises(TypeError):
+        function(*(a[0] for a in _arguments(function)))  # Python's own verdict
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(TypeError, match="a number is not iterable") as info:
+        batched(*_arguments(function), backend=backends.backend(backend_name))
+    body = inspect.getsourcelines(function)[1]
+    assert f"{src.__file__}:{body + 1}" in str(info.value)
+
+
+#: Python compares per-example values as one bool inside a builtin (``sorted``, ``key=``):
+#: NumPy and Torch run that line one example at a time (right, with a warning); JAX and
+#: TensorFlow reject it at the line, saying what to write
+ONE_EXAMPLE_AT_A_TIME = ["median_of_three", "max_with_key"]
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ONE_EXAMPLE_AT_A_TIME)
+def test_a_builtin_comparing_values_runs_per_example_or_is_rejected(name, backend_name):
+    function = getattr(src, name)
+    batched = pcbatch.Context().batch(function)
+    args = _arguments(function)
+    if backend_name in backends.EAGER_NAMES:
+        with pytest.warns(PerExampleFallbackWarning):
+            actual = batched(*args, backend=backends.backend(backend_name))
+        _assert_same(actual, _per_example(function, args))
+        return
+    with pytest.raises(TypeInferenceError, match="np.sort") as info:
+        batched(*args, backend=backends.backend(backend_name))
+    body = inspect.getsourcelines(function)[1]
+    assert f"{src.__file__}:{body + 1}" in str(info.value)
+
+
+@backends.backend_param
+def test_item_assignment_to_a_tuple_is_pythons_type_error_at_the_line(backend_name):
+    """``t[0] += 1.0`` on a tuple: Python's TypeError (it was an IndexError about
+    broadcasting shapes), saying what to write."""
+    function = src.augmented_tuple_item
+    with pytest.raises(TypeError, match="does not support item assignment"):
+        function(1.0)
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(TypeError, match=r"does not support item assignment .*t = \(t\[0\]") as info:
+        batched(INPUTS["x"], backend=backends.backend(backend_name))
+    assert f"{src.__file__}:{inspect.getsourcelines(function)[1] + 2}" in str(info.value)
+
+
+@backends.backend_param
+def test_int_or_round_of_nan_or_inf_is_pythons_error(backend_name):
+    """``int(f)``, ``round(f)``: Python raises for nan (ValueError) and inf (OverflowError);
+    the batch gave the smallest int64 for them, silently. Now the error names the line,
+    and with return_status those examples fail, the others keep Python's values."""
+    function = src.int_and_round_of_a_float
+    f = INPUTS["f"]  # 2.5, -1.5, 0.25, inf, nan, -0.0
+    with pytest.raises(OverflowError):
+        function(f[3])
+    with pytest.raises(ValueError):
+        function(f[4])
+    batched = pcbatch.Context().batch(function)
+    backend = backends.backend(backend_name)
+    line = f"{src.__file__}:{inspect.getsourcelines(function)[1] + 1}"
+    with pytest.raises((ValueError, OverflowError), match="cannot convert float") as info:
+        batched(f, backend=backend)
+    assert line in str(info.value)
+    results, status = batched(f, backend=backend, return_status=True)
+    failed = np.asarray(status) == pcbatch.LaneStatus.ERROR
+    np.testing.assert_array_equal(failed, ~np.isfinite(f))
+    finite = np.isfinite(f)
+    expected = _per_example(function, [f[finite]])
+    for got, want in zip(results, expected):
+        np.testing.assert_array_equal(np.asarray(got)[finite], want)
+
+
+@backends.backend_param
+def test_an_integer_to_a_negative_power_is_numpys_error(backend_name):
+    """``n ** (n - 2)`` with ``n - 2 < 0``: NumPy's ValueError per example. JAX gave a
+    wrong number silently, TensorFlow a graph error; now the error names the line, and
+    with return_status those examples fail, the others keep their values."""
+    function = src.integer_powers
+    n, x = np.array([3, 1, 0, 7]), INPUTS["x"]
+    with pytest.raises(ValueError):
+        function(n[1], x[1])
+    batched = pcbatch.Context().batch(function)
+    backend = backends.backend(backend_name)
+    with pytest.raises(ValueError, match="negative integer powers") as info:
+        batched(n, x, backend=backend)
+    assert f"{src.__file__}:{inspect.getsourcelines(function)[1] + 2}" in str(info.value)
+    results, status = batched(n, x, backend=backend, return_status=True)
+    failed = np.asarray(status) == pcbatch.LaneStatus.ERROR
+    np.testing.assert_array_equal(failed, n < 2)
+    expected = _per_example(function, [n[n >= 2], x[n >= 2]])
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(np.asarray(got)[n >= 2], want, rtol=1e-12)
+    ok = np.array([2, 5, 3, 4])
+    _assert_same(batched(ok, x, backend=backend), batched(ok, x, dry_run=True))
+
+
 @backends.backend_param
 def test_a_string_default_is_refused_at_the_call(backend_name):
     batched = pcbatch.Context().batch(src.string_default)
-    with pytest.raises(TypeError, match="boolean or int flag"):
+    with pytest.raises(TypeError, match="'mode'.*boolean or int flag"):
         batched(INPUTS["x"], backend=backends.backend(backend_name))
+    with pytest.raises(TypeError, match="argument 'mode'.*boolean or int flag"):
+        batched(INPUTS["x"], mode="slow", backend=backends.backend(backend_name))
+
+
+@backends.backend_param
+def test_a_none_default_is_refused_unless_passed(backend_name):
+    """``if tol is None: tol = 1e-8``: not passed, a TypeError naming ``tol`` at the call;
+    passed a number, ``tol is None`` is False for every example, as in Python."""
+    batched = pcbatch.Context().batch(src.none_default)
+    with pytest.raises(TypeError, match="'tol' was not passed and defaults to None"):
+        batched(INPUTS["x"], backend=backends.backend(backend_name))
+    actual = batched(INPUTS["x"], tol=0.5, backend=backends.backend(backend_name))
+    _assert_same(actual, batched(INPUTS["x"], tol=0.5, dry_run=True))
 
 
 CALLS = [

@@ -8,6 +8,7 @@ one example, raise too; stateful random draws are rejected at the user's line.
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -140,6 +141,48 @@ def test_python_scalars_in_a_plain_helper_work_per_lane_or_raise_clearly(backend
         _run_batched(function, backend_name, args)
     message = str(info.value)
     assert "Python float" in message and "ctx.batch" in message and "helper_float" in message
+
+
+@backends.backend_param
+def test_an_integer_array_index_is_a_gather_on_every_backend(backend_name):
+    """``v[k]`` with ``k`` a per-example integer array: exact, and on NumPy one gather for
+    the batch (it ran one example at a time, with a PerExampleFallbackWarning). TensorFlow
+    rejects it at the line, saying to write tf.gather."""
+    function = values_src.gather_by_integer_arrays
+    k = np.array([[2, 0], [1, 1], [-1, 0], [0, 2]])
+    args = [_INPUTS["v"], _INPUTS["m"], k]
+    if backend_name == "tensorflow":  # TensorFlow's tensors take no integer-array index
+        with pytest.raises(pcbatch.TypeInferenceError, match=r"values_src.py:\d+.*tf\.gather"):
+            _run_batched(function, backend_name, args)
+        return
+    expected = _per_example(function, args)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        actual = _run_batched(function, backend_name, args)
+    assert not [w for w in record if w.category is PerExampleFallbackWarning]
+    for got, want in zip(actual, expected):
+        backends.assert_close(got, want, backend_name)
+
+
+def test_a_gather_of_per_example_arrays_is_each_examples_fancy_index():
+    """BatchedArray's rule against NumPy on each example: ints, full slices, and integer
+    arrays of several shapes, adjacent or apart (NumPy moves the indexed axes first)."""
+    from pcbatch.backends.batched_array import BatchedArray
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 5, 6, 7))
+    vector, table = BatchedArray(rng.integers(-5, 5, (4, 3))), rng.integers(0, 6, (4, 2, 3))
+    table, scalar = BatchedArray(table), BatchedArray(rng.integers(0, 5, (4,)))
+    full = slice(None)
+    keys = [(vector,), (full, table), (vector, table), (vector, full, scalar), (2, table),
+            (full, full, scalar), (scalar,), (full, table, 3), (vector, 1, scalar)]  # fmt: skip
+    for key in keys:
+        got = BatchedArray(x)[key].data
+        rows = [tuple(p.data[b] if isinstance(p, BatchedArray) else p for p in key)
+                for b in range(4)]  # fmt: skip
+        want = np.stack([x[b][row] for b, row in enumerate(rows)])
+        assert got.shape == want.shape, key
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.skipif("tensorflow" not in backends.BACKEND_NAMES, reason="needs TensorFlow")

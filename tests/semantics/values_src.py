@@ -394,3 +394,11 @@ def as_python_float(v):
 
 def helper_float(x):
     return as_python_float(x)
+
+
+# -- integer arrays as indices (a gather per example) --------------------------------
+
+
+def gather_by_integer_arrays(v, m, k):
+    """``k`` a per-example integer vector (2,): fancy indexing of per-example arrays."""
+    return v[k], m[:, k], m[k % 2, 1], v[k[::-1]] * 2.0
