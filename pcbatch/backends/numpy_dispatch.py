@@ -164,6 +164,8 @@ class Dispatched(PerExampleValue):
             inputs = _float_division(inputs, self.xp)
         if ufunc.__name__ in _COMPARISONS:
             inputs = _exact_int_comparison(inputs, self.xp)
+        if ufunc is np.power and self.xp.__name__ == _JAX_NUMPY:
+            function = _jax_power
         return self._wrap(function(*_weak_scalars(inputs), **unwrap(kwargs)))
 
     def __array_function__(self, func, types, args, kwargs):
@@ -294,6 +296,25 @@ def _exact_int_comparison(inputs: tuple, xp) -> tuple:
     if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in ints for d in kinds):
         return inputs
     return tuple(xp.asarray(x, dtype=np.int64) if _is_foreign_array(x) else x for x in inputs)
+
+
+def _jax_power(base, exponent, **kwargs):
+    """NumPy's ``power`` on JAX. Integers to an integer array's powers go bit by bit
+    over the whole exponent: ``jnp.power`` reads only the exponent's low six bits there
+    (``3 ** 100`` came out ``3 ** 36``), where NumPy wraps the full product. A fixed
+    exponent keeps ``jnp.power`` (JAX's exact ``integer_pow``)."""
+    import jax.numpy as jnp
+
+    dtype = jnp.result_type(base, exponent)
+    fixed = np.ndim(exponent) == 0 and not hasattr(exponent, "aval")
+    if dtype.kind not in "iu" or fixed or kwargs:
+        return jnp.power(base, exponent, **kwargs)
+    base, exponent = jnp.asarray(base, dtype), jnp.asarray(exponent, dtype)
+    result = jnp.ones(jnp.broadcast_shapes(base.shape, exponent.shape), dtype)
+    for _ in range(8 * dtype.itemsize):  # negative exponents were refused before
+        result = jnp.where((exponent & 1) == 1, result * base, result)
+        exponent, base = exponent >> 1, base * base
+    return result
 
 
 def _weak_scalars(inputs: tuple) -> tuple:

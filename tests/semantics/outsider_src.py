@@ -252,6 +252,12 @@ def modular_pow_by_squaring(n):
     return r
 
 
+def integer_power_past_the_bit_width(n):
+    """NumPy wraps ``b ** e`` over all of e's bits (JAX's power read the low six)."""
+    e = n * n * 7 + 60
+    return (n + 3) ** e, 3**e, np.power(n - 5, e)
+
+
 # -- exact: a second round of ordinary programs ---------------------------------------
 
 
