@@ -40,9 +40,9 @@ reusing one traced graph per signature, a program costs about 0.7 s, so the slow
 runs 200 TensorFlow eager programs in two parts: 208 TensorFlow programs per run.
 
 The fast tier (the default) runs every configuration on a small sample: 50 + 15 + 15
-NumPy programs through Hypothesis and 40 packed, 6 on JAX (2 compiled via Hypothesis,
-2 in a compiled pack, 2 eager) and 6 on TensorFlow (2 in graph mode via Hypothesis, 2
-in an XLA pack, 2 eager): every pack still holds programs diverging side by side.
+NumPy programs through Hypothesis and 40 packed, 9 on JAX (2 compiled via Hypothesis,
+3 in a compiled pack, 4 eager) and 8 on TensorFlow (2 in graph mode via Hypothesis, 2
+in an XLA pack, 4 eager).
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ EXAMPLES = pick(
 # machine op by op (module docstring). NumPy checks 200 programs in a few seconds; Torch
 # (eager, as NumPy) about as fast.
 PACKS = pick(
-    {"numpy": (20, 2), "torch": (20, 1), "jax": (2, 1), "tensorflow_xla": (2, 1),
-     "jax_eager": (2, 1), "tensorflow_eager": (2, 1)},
+    {"numpy": (20, 2), "torch": (20, 1), "jax": (3, 1), "tensorflow_xla": (2, 1),
+     "jax_eager": (4, 1), "tensorflow_eager": (4, 1)},
     {"numpy": (40, 5), "torch": (40, 5), "jax": (4, 2), "tensorflow_xla": (2, 2),
      "jax_eager": (4, 25), "tensorflow_eager": (4, 25)},
 )
