@@ -19,10 +19,9 @@ tests", says the same for readers):
   block of another language, has ``<!-- skip: the reason -->`` on the nearest non-blank
   line before its fence. A skipped python block is still compiled, so its syntax is
   checked. A block of another language without the mark fails the test.
-- A python block that runs for more than a few seconds (a NUTS compile, say) has
-  ``<!-- slow: the reason -->`` there instead: it runs only in the slow tier
-  (`test_slow_examples_run_as_written`, marked ``slow``), where the whole file runs;
-  the fast tier runs the file without it, so later blocks must not need it.
+- Every other python block runs in the fast tier (the README's test command), so each is
+  sized to run in seconds: few chains and draws, with a sentence saying what a real run
+  would use. There is no slow-only mark.
 
 The processes run in a temporary directory, with this checkout first on ``PYTHONPATH``.
 """
@@ -54,7 +53,7 @@ def _name(path: pathlib.Path) -> str:
 
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-_MARK = re.compile(r"^\s*<!--\s*(?P<mark>skip|slow):\s*(?P<reason>\S.*?)\s*-->\s*$")
+_MARK = re.compile(r"^\s*<!--\s*(?P<mark>\w+):\s*(?P<reason>\S.*?)\s*-->\s*$")
 
 
 @dataclasses.dataclass
@@ -66,7 +65,6 @@ class Block:
     language: str
     source: str
     skip: str | None = None  # the reason given by a skip mark
-    slow: str | None = None  # the reason given by a slow mark
     output: str | None = None  # what it prints, from the output block after it
 
     @property
@@ -94,6 +92,11 @@ def parse(path: pathlib.Path) -> list[Block]:
         body = [line.removeprefix(indent) for line in lines[i + 1 : end]]
         before = next((line for line in reversed(lines[:i]) if line.strip()), "")
         mark = _MARK.match(before)
+        if mark and mark["mark"] != "skip":
+            raise ValueError(
+                f"{_name(path)}:{i + 1}: <!-- {mark['mark']}: --> is no mark (only skip is): "
+                "every other block runs in the fast tier, so size it to run in seconds"
+            )
         reasons = {mark["mark"]: mark["reason"]} if mark else {}
         info = opening["info"].split()
         language = info[0].lower() if info else ""
@@ -130,8 +133,6 @@ def problems(blocks: list[Block]) -> list[str]:
                 f"{block.where}: a ```{block.language} block runs in no test: make it python, "
                 "or mark it with <!-- skip: reason --> on the line before"
             )
-        if block.slow is not None and block.language not in RUN:
-            found.append(f"{block.where}: only a python block can be slow; skip it")
     return found
 
 
@@ -194,29 +195,23 @@ def run_blocks(spec_path: str) -> int:
 # -- the tests -------------------------------------------------------------------------
 
 
-def _runs(path: pathlib.Path, slow: bool) -> bool:
-    """Whether the fast (or, with ``slow``, the slow) tier runs a block of ``path``."""
-    blocks = [b for b in parse(path) if b.language in RUN and b.skip is None]
-    return any(b.slow is not None for b in blocks) if slow else bool(blocks)
+def _runs(path: pathlib.Path) -> bool:
+    """Whether ``path`` has a block to run."""
+    return any(b.language in RUN and b.skip is None for b in parse(path))
 
 
-def _run_file(path: pathlib.Path, tmp_path: pathlib.Path, slow: bool) -> None:
-    spec = []
-    for block in parse(path):
-        if block.language not in RUN:
-            continue
-        skip = block.skip
-        if skip is None and block.slow is not None and not slow:
-            skip = f"slow: {block.slow}"
-        spec.append(
-            {
-                "where": block.where,
-                "line": block.line,
-                "source": block.source,
-                "skip": skip,
-                "output": block.output,
-            }
-        )
+def _run_file(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    spec = [
+        {
+            "where": block.where,
+            "line": block.line,
+            "source": block.source,
+            "skip": block.skip,
+            "output": block.output,
+        }
+        for block in parse(path)
+        if block.language in RUN
+    ]
     spec_path = tmp_path / "blocks.json"
     spec_path.write_text(json.dumps(spec))
     env = dict(os.environ)
@@ -240,15 +235,9 @@ def test_every_block_runs_or_says_why_not(path):
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("path", [p for p in DOCS if _runs(p, slow=False)], ids=_name)
+@pytest.mark.parametrize("path", [p for p in DOCS if _runs(p)], ids=_name)
 def test_examples_run_as_written(path, tmp_path):
-    _run_file(path, tmp_path, slow=False)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", [p for p in DOCS if _runs(p, slow=True)], ids=_name)
-def test_slow_examples_run_as_written(path, tmp_path):
-    _run_file(path, tmp_path, slow=True)
+    _run_file(path, tmp_path)
 
 
 def test_the_runner_reads_outputs_skips_and_wildcards(tmp_path):
@@ -256,32 +245,35 @@ def test_the_runner_reads_outputs_skips_and_wildcards(tmp_path):
     page.write_text(
         "```python\nprint(1)\n```\n\n```output\n1\n```\n"
         "<!-- skip: needs a cluster -->\n```bash\nsrun x\n```\n"
-        "```bash\nls\n```\n\n<!-- slow: a minute -->\n\n```py\nx = 1\n```\n"
+        "```bash\nls\n```\n\n<!-- skip: a cluster -->\n\n```py\nx = 1\n```\n"
     )
     blocks = parse(page)
-    assert [(b.language, b.line, b.output, b.skip, b.slow) for b in blocks] == [
-        ("python", 1, "1\n", None, None),
-        ("bash", 9, None, "needs a cluster", None),
-        ("bash", 12, None, None, None),
-        ("py", 18, None, None, "a minute"),
+    assert [(b.language, b.line, b.output, b.skip) for b in blocks] == [
+        ("python", 1, "1\n", None),
+        ("bash", 9, None, "needs a cluster"),
+        ("bash", 12, None, None),
+        ("py", 18, None, "a cluster"),
     ]
     assert [p.split(":")[:2] for p in problems(blocks)] == [["page.md", "12"]]
     assert output_matches("a ... c\n...\nz", "a b b c\nx\ny\nz\n")
     assert output_matches("(3,) 0.9...", "(3,) 0.9731  \n")
     assert not output_matches("1", "1\n2")
     assert not output_matches("a ... c", "a b d")
+    page.write_text("<!-- slow: a minute -->\n```python\nx = 1\n```\n")
+    with pytest.raises(ValueError, match="page.md:2: <!-- slow: --> is no mark"):
+        parse(page)
 
 
 def test_a_wrong_output_or_a_failing_block_fails_the_file(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("```python\nx = 2\n```\n\n```py\nprint(x * 3)\n```\n```output\n6\n```\n")
-    _run_file(page, tmp_path, slow=False)  # names carry over from block to block
+    _run_file(page, tmp_path)  # names carry over from block to block
     page.write_text("```python\nprint(7)\n```\n```output\n6\n```\n")
     with pytest.raises(AssertionError, match="but the text shows"):
-        _run_file(page, tmp_path, slow=False)
+        _run_file(page, tmp_path)
     page.write_text("\n\n```python\nimport pcbatch\n1 / 0\n```\n")
     with pytest.raises(AssertionError, match=r"page_md_line3\.py\", line 5"):
-        _run_file(page, tmp_path, slow=False)  # the traceback gives the markdown's line
+        _run_file(page, tmp_path)  # the traceback gives the markdown's line
 
 
 def test_the_nuts_page_shows_the_signatures_defaults():

@@ -138,11 +138,17 @@ def _assert_moments(draws, mean, sd, what):
     np.testing.assert_array_less(spread, 2 * Z * sd / np.sqrt(2 * ess), err_msg=what)
 
 
+#: the moments test's draws and warmup: 100 after 150 in the fast tier (100 of warmup
+#: left a divergence), 200 after 200 in the slow tier
+MOMENT_DRAWS, MOMENT_WARMUP = tiers.pick((100, 150), (200, 200))
+
+
 @pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
 def test_a_half_normal_scale_and_a_dirichlet_simplex_have_their_moments(backend_name):
-    result = model.run(backend_name)
+    result = model.run(backend_name, num_samples=MOMENT_DRAWS, num_warmup=MOMENT_WARMUP)
     sigma, w = np.asarray(result.samples["sigma"]), np.asarray(result.samples["w"])
-    assert sigma.shape == (200, model.CHAINS) and w.shape == (200, model.CHAINS, 3)
+    shape = (MOMENT_DRAWS, model.CHAINS)
+    assert sigma.shape == shape and w.shape == (*shape, 3)
     assert np.all(sigma > 0) and np.allclose(w.sum(axis=-1), 1.0) and np.all(w > 0)
     _assert_moments(sigma, model.SIGMA_MEAN, model.SIGMA_SD, "sigma")
     _assert_moments(w, model.W_MEAN, model.W_SD, "w")
@@ -156,9 +162,10 @@ def test_a_single_array_state_may_be_constrained_and_change_its_size():
         return np.sum((model.ALPHA - 1.0) * np.log(w)), (model.ALPHA - 1.0) / w
 
     start = np.random.RandomState(0).dirichlet(model.ALPHA, size=model.CHAINS)
+    draws, warmup = tiers.pick((80, 80), (150, 100))
     result = nuts.sample(None, start, value_and_grad=value_and_grad, transforms=T.simplex(),
-                         num_samples=150, num_warmup=100, seed=1, progress_bar=False)  # fmt: skip
-    assert result.samples.shape == (150, model.CHAINS, 3)
+                         num_samples=draws, num_warmup=warmup, seed=1, progress_bar=False)
+    assert result.samples.shape == (draws, model.CHAINS, 3)
     assert result.inverse_mass.shape == (model.CHAINS, 2)
     _assert_moments(result.samples, model.W_MEAN, model.W_SD, "w")
 
