@@ -59,7 +59,8 @@ of every small program's first call, in ``front``).
 
 Sizes later the same day (``eqns``: the jaxpr's equations, inner jaxprs included;
 deterministic, unlike the seconds), before -> after copy coalescing
-(`pcbatch.passes.coalesce`) and JAX's four-way dispatch tree, as fusions / optimized HLO
+(`pcbatch.passes.coalesce`) and a four-way dispatch tree on JAX (since reverted to
+the binary one: slower warm steps, `JaxBackend.TREE_FAN_OUT`), as fusions / optimized HLO
 instructions / eqns: nuts100 513 / 14,359 / 3,950 -> 468 / 12,241 / 3,837 (while loops
 73 -> 58); collatz 14 / 232 / 66 -> 13 / 217 / 64; newton 17 / 210 / 45 -> 16 / 195 / 43;
 mccarthy91 19 / 306 / 93 -> 18 / 284 / 91; fib 33 / 644 / 241 -> 31 / 586 / 237. Tried

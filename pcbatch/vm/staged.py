@@ -12,8 +12,8 @@ or a program with sync points the one `vm.policy.choose` picks (its per-block
 wait counts ride in the loop state).
 
 Under XLA the dispatch copies nothing it passes through: it is a tree of loops
-that run at most once (`backends.base.guarded_switch`; four-way on JAX, one flat row
-on TensorFlow), whose state XLA updates in place, so a step costs what its block
+that run at most once (`backends.base.guarded_switch`; a binary tree on JAX, one flat
+row on TensorFlow), whose state XLA updates in place, so a step costs what its block
 touches. TensorFlow without XLA dispatches with one ``tf.switch_case``.
 
 Stack overflow cannot raise inside the staged loop. A row whose push overflows gets
