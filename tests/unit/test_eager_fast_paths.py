@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import pcbatch
+from pcbatch import examples
 from pcbatch.backends import batched_array
 
 SCALES = np.array([1.0, 2.0, 3.0])
@@ -131,16 +132,7 @@ def test_a_planned_step_chooses_from_counts_kept_as_threads_move(monkeypatch):
         return chosen[-1]
 
     monkeypatch.setattr(policy.Scheduler, "choose", recording)
-    ctx = pcbatch.Context()
-
-    @ctx.batch
-    def collatz(x):
-        steps = 0
-        while x != 1:
-            x = x // 2 if x % 2 == 0 else 3 * x + 1
-            steps += 1
-        return steps
-
+    collatz = examples.collatz
     x = np.array([1, 2, 3, 6, 7, 9, 27])
     np.testing.assert_array_equal(collatz(x), collatz(x, dry_run=True))
     assert len(chosen) > 10
