@@ -186,39 +186,57 @@ class Stack(Register):
                                   self.type.dtype)
         self.stack = self.arrays.concatenate([self.stack, extra])
 
-    def _deeper(self, rows) -> Any:
-        """The lanes' depths, after checking that each has room for one more value."""
-        depth = self.depth[rows]
+    def _deeper(self, lanes) -> Any:
+        """The lanes' depths before a push, after checking that each has room for one more
+        value and counting it: an int where every thread of a full-width push stands at one
+        depth (the stack's row at that depth is then written whole, not scattered)."""
+        index = lanes.index
+        depth = self.depth if index is None else self.depth[index]
         deepest = int(depth.max())
         if deepest >= self.max_depth:
-            raise StackFull(self.name, self.arrays.to_host(rows[depth >= self.max_depth]))
+            rows = lanes.rows()[depth >= self.max_depth]
+            raise StackFull(self.name, self.arrays.to_host(rows))
         self._grow_to(deepest + 1)
-        self.depth[rows] = depth + 1
         self.high_water = max(self.high_water, deepest + 1)
+        if index is not None:
+            self.depth[index] = depth + 1
+            return depth
+        if int(depth.min()) == deepest:
+            self.depth += 1
+            return deepest
+        self.depth = depth + 1  # a fresh array: ``depth`` still holds the old depths
         return depth
+
+    def _put(self, slot: Any, lanes, value: Any) -> None:
+        """``value`` into the lanes' stacks at ``slot`` (`_deeper`'s depths)."""
+        index = lanes.index
+        if type(slot) is not int:
+            self.stack[slot, lanes.rows()] = value
+        elif index is None:
+            self.stack[slot] = value
+        else:
+            self.stack[slot, index] = value
 
     def push(self, value: Any, lanes, saved: Any = None) -> Stack:
         """Saves the top (or ``saved``, where the caller knows what to save: a return
         address) on the lanes' stacks, and sets the top to ``value``."""
-        rows = lanes.rows()
-        if not len(rows):
+        if not lanes.count:
             return self
-        depth = self._deeper(rows)
+        slot = self._deeper(lanes)
         if saved is None:
-            self.stack[depth, rows] = self.top[rows]
+            self._put(slot, lanes, self.top if lanes.index is None else self.top[lanes.index])
         elif self.arrays.converts:
-            self.stack[depth, rows] = self.arrays.storable(saved, self.stack)
+            self._put(slot, lanes, self.arrays.storable(saved, self.stack))
         else:
-            self.stack[depth, rows] = saved
+            self._put(slot, lanes, saved)
         self._set_top(value, lanes)
         return self
 
     def save(self, lanes) -> Stack:
         """Pushes the top and leaves it as it is (``x = x`` with a push)."""
-        rows = lanes.rows()
-        if len(rows):
-            depth = self._deeper(rows)  # first: it may grow the stack
-            self.stack[depth, rows] = self.top[rows]
+        if lanes.count:
+            slot = self._deeper(lanes)  # first: it may grow the stack
+            self._put(slot, lanes, self.top if lanes.index is None else self.top[lanes.index])
         return self
 
     def clear_stack(self, lanes) -> Stack:
@@ -226,10 +244,26 @@ class Stack(Register):
         return self
 
     def pop(self, lanes) -> Stack:
-        rows = lanes.rows()
-        depth = self.depth[rows] - 1
+        index = lanes.index
+        if index is None:
+            return self._pop_every_thread(lanes)
+        depth = self.depth[index] - 1
         if len(depth) and int(depth.min()) < 0:
             raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
-        self.depth[rows] = depth
-        self._set_top(self.stack[depth, rows], lanes)
+        self.depth[index] = depth
+        self._set_top(self.stack[depth, index], lanes)
+        return self
+
+    def _pop_every_thread(self, lanes) -> Stack:
+        """`pop` of every thread: where they all stand at one depth, the stack's row at
+        that depth is the new top, read whole rather than gathered."""
+        depth = self.depth - 1
+        shallowest = int(depth.min())
+        if shallowest < 0:
+            raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
+        self.depth = depth
+        if int(depth.max()) == shallowest:
+            self._set_top(self.stack[shallowest], lanes)  # `_set_top` copies the row
+        else:
+            self._set_top(self.stack[depth, lanes.rows()], lanes)
         return self
