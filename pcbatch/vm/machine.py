@@ -386,7 +386,16 @@ def _branch(cond_var: str, block: int, if_true: int, if_false: int) -> Any:
     def branch(run, lanes, env) -> None:
         backend = run.backend
         truth = backend.truth(_read(run, cond_var, lanes, env))
-        _split(run, block, lanes, truth, if_true, if_false)
+        taken = backend.count_true(truth)
+        _move(run, block, taken, if_true)
+        _move(run, block, lanes.count - taken, if_false)
+        if taken == lanes.count or taken == 0:
+            # every thread goes one way: no pass to find the movers (a loop's threads
+            # all going round stay where they are)
+            target = if_true if taken else if_false
+            if target != block:
+                run.pc = run.pc.update(target, lanes)
+            return
         # A loop's threads going round stay at this block: only the others move.
         if if_true == block:
             run.pc = run.pc.update(if_false, backend.lanes_where(lanes, ~truth))
