@@ -39,8 +39,8 @@ class EagerArrays(Protocol):
     def zeros(self, shape: tuple, dtype: Any) -> Any:
         """Zeros to hold values of NumPy ``dtype`` (in a dtype that can hold them)."""
 
-    def counters(self, size: int) -> Any:
-        """``size`` zero stack depths (integers)."""
+    def row_numbers(self, size: int) -> Any:
+        """``0, 1, ..., size - 1`` (int64): the stacks' slots at depth 0."""
 
     def concatenate(self, arrays: list) -> Any: ...
 
@@ -73,8 +73,8 @@ class NumpyArrays:
     def zeros(self, shape: tuple, dtype: Any) -> np.ndarray:
         return np.zeros(shape, dtype=dtype)
 
-    def counters(self, size: int) -> np.ndarray:
-        return np.zeros(size, dtype=np.int64)
+    def row_numbers(self, size: int) -> np.ndarray:
+        return np.arange(size, dtype=np.int64)
 
     def concatenate(self, arrays: list) -> np.ndarray:
         return np.concatenate(arrays)
@@ -164,8 +164,11 @@ class Register:
 class Stack(Register):
     """A register plus a per-thread stack of saved values.
 
-    The top lives in ``top`` so reads cost what a register's do; ``stack``
-    holds the saved values below it and ``depth`` counts them per thread.
+    The top lives in ``top`` so reads cost what a register's do; ``stack[d, row]`` holds
+    the ``d``-th value saved below thread ``row``'s top. Each thread's next free place is
+    kept as its position in the stack flattened over depth and row (``slot``, ``d * batch
+    + row``), so that a push or pop of some threads is one scatter or gather by position,
+    not a 2-D one by depth and row.
     """
 
     def __init__(
@@ -173,9 +176,21 @@ class Stack(Register):
     ):
         super().__init__(name, type_, batch_size, arrays)
         self.max_depth = max_depth
-        self.depth = arrays.counters(batch_size)
+        self.batch_size = batch_size
+        self.slot = arrays.row_numbers(batch_size)  # every thread at depth 0
+        self.limit = max_depth * batch_size  # a slot past the deepest place
         capacity = min(max_depth, 4)
-        self.stack = arrays.zeros((capacity, *self.top.shape), type_.dtype)
+        self._hold(arrays.zeros((capacity, *self.top.shape), type_.dtype))
+
+    @property
+    def depth(self) -> Any:
+        """How many values each thread has saved."""
+        return self.slot // max(self.batch_size, 1)
+
+    def _hold(self, stack: Any) -> None:
+        self.stack = stack
+        depth, batch, *shape = stack.shape
+        self.flat = stack.reshape((depth * batch, *shape))  # a view: ``flat[slot]``
 
     def _grow_to(self, needed: int) -> None:
         capacity = len(self.stack)
@@ -184,38 +199,40 @@ class Stack(Register):
         new_capacity = min(self.max_depth, max(needed, 2 * capacity))
         extra = self.arrays.zeros((new_capacity - capacity, *self.stack.shape[1:]),
                                   self.type.dtype)
-        self.stack = self.arrays.concatenate([self.stack, extra])
+        self._hold(self.arrays.concatenate([self.stack, extra]))
 
     def _deeper(self, lanes) -> Any:
-        """The lanes' depths before a push, after checking that each has room for one more
-        value and counting it: an int where every thread of a full-width push stands at one
-        depth (the stack's row at that depth is then written whole, not scattered)."""
-        index = lanes.index
-        depth = self.depth if index is None else self.depth[index]
-        deepest = int(depth.max())
-        if deepest >= self.max_depth:
-            rows = lanes.rows()[depth >= self.max_depth]
+        """The lanes' slots before a push, after checking that each has room for one more
+        value and counting it: an int (a depth) where every thread of a full-width push
+        stands at one depth (the stack's row at that depth is then written whole)."""
+        index, batch = lanes.index, self.batch_size
+        slot = self.slot if index is None else self.slot[index]
+        highest = int(slot.max())
+        if highest >= self.limit:
+            rows = lanes.rows()[slot >= self.limit]
             raise StackFull(self.name, self.arrays.to_host(rows))
-        self._grow_to(deepest + 1)
-        self.high_water = max(self.high_water, deepest + 1)
+        deepest = highest // batch
+        if deepest >= len(self.stack):
+            self._grow_to(deepest + 1)
+        if deepest >= self.high_water:
+            self.high_water = deepest + 1
         if index is not None:
-            self.depth[index] = depth + 1
-            return depth
-        if int(depth.min()) == deepest:
-            self.depth += 1
+            self.slot[index] = slot + batch
+            return slot
+        if int(slot.min()) // batch == deepest:
+            self.slot += batch
             return deepest
-        self.depth = depth + 1  # a fresh array: ``depth`` still holds the old depths
-        return depth
+        self.slot = slot + batch  # a fresh array: ``slot`` still holds the old slots
+        return slot
 
     def _put(self, slot: Any, lanes, value: Any) -> None:
-        """``value`` into the lanes' stacks at ``slot`` (`_deeper`'s depths)."""
-        index = lanes.index
+        """``value`` into the lanes' stacks at ``slot`` (`_deeper`'s)."""
         if type(slot) is not int:
-            self.stack[slot, lanes.rows()] = value
-        elif index is None:
+            self.flat[slot] = value
+        elif lanes.index is None:
             self.stack[slot] = value
         else:
-            self.stack[slot, index] = value
+            self.stack[slot, lanes.index] = value
 
     def push(self, value: Any, lanes, saved: Any = None) -> Stack:
         """Saves the top (or ``saved``, where the caller knows what to save: a return
@@ -240,30 +257,34 @@ class Stack(Register):
         return self
 
     def clear_stack(self, lanes) -> Stack:
-        self.depth[lanes.rows()] = 0
+        rows = lanes.rows()
+        self.slot[rows] = rows
         return self
 
     def pop(self, lanes) -> Stack:
         index = lanes.index
+        if not lanes.count:
+            return self
         if index is None:
             return self._pop_every_thread(lanes)
-        depth = self.depth[index] - 1
-        if len(depth) and int(depth.min()) < 0:
+        slot = self.slot[index] - self.batch_size
+        if int(slot.min()) < 0:
             raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
-        self.depth[index] = depth
-        self._set_top(self.stack[depth, index], lanes)
+        self.slot[index] = slot
+        self._set_top(self.flat[slot], lanes)
         return self
 
     def _pop_every_thread(self, lanes) -> Stack:
         """`pop` of every thread: where they all stand at one depth, the stack's row at
         that depth is the new top, read whole rather than gathered."""
-        depth = self.depth - 1
-        shallowest = int(depth.min())
-        if shallowest < 0:
+        batch = self.batch_size
+        slot = self.slot - batch
+        lowest = int(slot.min())
+        if lowest < 0:
             raise AssertionError(f"stack underflow in {self.name!r} (a compiler bug)")
-        self.depth = depth
-        if int(depth.max()) == shallowest:
-            self._set_top(self.stack[shallowest], lanes)  # `_set_top` copies the row
+        self.slot = slot
+        if int(slot.max()) // batch == lowest // batch:
+            self._set_top(self.stack[lowest // batch], lanes)  # `_set_top` copies the row
         else:
-            self._set_top(self.stack[depth, lanes.rows()], lanes)
+            self._set_top(self.flat[slot], lanes)
         return self

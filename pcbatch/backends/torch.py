@@ -122,8 +122,8 @@ class TorchArrays:
     def zeros(self, shape: tuple, dtype: Any) -> torch.Tensor:
         return torch.zeros(shape, dtype=_storage_dtype(dtype), device=self.device)
 
-    def counters(self, size: int) -> torch.Tensor:
-        return torch.zeros(size, dtype=torch.int64, device=self.device)
+    def row_numbers(self, size: int) -> torch.Tensor:
+        return torch.arange(size, dtype=torch.int64, device=self.device)
 
     def concatenate(self, arrays: list) -> torch.Tensor:
         return torch.cat(arrays)
