@@ -357,14 +357,6 @@ def _move(run: _Run, block: int, count: int, target: int) -> None:
         counts[target] += count
 
 
-def _split(run: _Run, block: int, lanes, truth, if_true: int, if_false: int) -> None:
-    """Counts the lanes' threads leaving ``block``: to ``if_true`` where ``truth``."""
-    if run.counts is not None:
-        taken = run.backend.count_true(truth)
-        _move(run, block, taken, if_true)
-        _move(run, block, lanes.count - taken, if_false)
-
-
 def _terminator_step(program: Program, term, block: int) -> Any:
     """``step(run, lanes, env)`` moving the lanes' program counters (the variable's
     ``update`` and ``push`` broadcast and cast them)."""
@@ -441,9 +433,15 @@ def _call(program: Program, term: PushGotoOp, block: int) -> Any:
     otherwise = index(term.false_target)
 
     def call_either(run, lanes, env) -> None:
-        truth = run.backend.truth(_read(run, term.cond_var, lanes, env))
-        _split(run, block, lanes, truth, target, otherwise)
-        callee = run.backend.select(truth, target, otherwise)
+        backend = run.backend
+        truth = backend.truth(_read(run, term.cond_var, lanes, env))
+        taken = backend.count_true(truth)
+        _move(run, block, taken, target)
+        _move(run, block, lanes.count - taken, otherwise)
+        if taken == lanes.count or taken == 0:
+            callee = target if taken else otherwise  # all one way: no per-thread select
+        else:
+            callee = backend.select(truth, target, otherwise)
         run.pc = run.pc.push(callee, lanes, saved=back)
 
     return call_either
