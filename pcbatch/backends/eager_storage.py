@@ -129,6 +129,14 @@ class Register:
         self._set_top(value, lanes)
         return self
 
+    def adopt(self, value: Any, lanes) -> Register:
+        """`update` with ``value``, a new array of every thread's values that nothing else
+        holds (`pcbatch.vm.machine`'s check), kept as the top rather than copied."""
+        if lanes.index is None and not self.arrays.converts:
+            self.top = value
+            return self
+        return self.update(value, lanes)
+
     def _set_top(self, value: Any, lanes) -> None:
         index = lanes.index
         if index is None:

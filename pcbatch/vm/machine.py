@@ -22,6 +22,7 @@ count their stacks' depth: ``measures_stack_depth``).
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -251,15 +252,42 @@ def _writer(program: Program, op, names, placed_already: bool = False) -> Any:
 
         return write_temporary
 
-    def write(run, value, lanes, env) -> None:
+    def write(run, value, lanes, env, unshared: bool = False) -> None:
         placed = env[names] = place(run, value, lanes)
         storage = run.variables[names]
         if push:
             run.variables[names] = storage.push(placed, lanes)
+        elif unshared and placed is value:
+            run.variables[names] = storage.adopt(placed, lanes)
         else:
             run.variables[names] = storage.update(placed, lanes)
 
+    write.adopts = not push  # takes ``unshared``: see `_unshared`
     return write
+
+
+def _refcount_of_a_fresh_local() -> int:
+    value = np.empty(1)
+    return sys.getrefcount(value)
+
+
+#: what `sys.getrefcount` says of an array held by one local variable only (measured, not
+#: assumed: interpreters differ in the references they count)
+_FRESH_LOCAL = _refcount_of_a_fresh_local()
+
+
+def _unshared(value: Any, references: int) -> bool:
+    """Whether ``value``, a primitive's result, is a NumPy array that nothing else holds or
+    views (``references``: its `sys.getrefcount` in the caller, one local holding it), so
+    that a register may take it as its storage rather than copy it: one the primitive made
+    (not an input, not kept in a cache or a global, not a view of any of them)."""
+    return (
+        type(value) is np.ndarray
+        and references == _FRESH_LOCAL
+        and value.base is None
+        and value.flags.owndata
+        and value.flags.writeable
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -280,6 +308,7 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
         )
     function = op.batched_function(backend)
     readers = [_reader(program, v) for v in names]
+    adopts = getattr(write, "adopts", False)
 
     def step(run, lanes, env) -> None:
         inputs = [read(run, lanes, env) for read in readers]
@@ -290,6 +319,11 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
         except Exception as e:
             add_note(e, f"in pcbatch primitive {op.label!r}{where(op.loc)}")
             raise
+        if adopts and lanes.index is None:
+            references = sys.getrefcount(outputs)  # first: an argument list adds one
+            if _unshared(outputs, references):
+                write(run, outputs, lanes, env, True)  # every thread's new value, not copied
+                return
         write(run, outputs, lanes, env)
 
     return step

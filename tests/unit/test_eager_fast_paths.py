@@ -136,3 +136,60 @@ def test_a_planned_step_chooses_from_counts_kept_as_threads_move(monkeypatch):
     x = np.array([1, 2, 3, 6, 7, 9, 27])
     np.testing.assert_array_equal(collatz(x), collatz(x, dry_run=True))
     assert len(chosen) > 10
+
+
+_BUFFERS: dict = {}  # `_double_into_buffer`'s one output array per shape and dtype
+
+
+def test_a_new_whole_width_result_is_kept_not_copied(monkeypatch):
+    """A primitive's result for every thread that nothing else holds becomes the
+    register's storage as it is (no full-width copy); later writes of some threads go
+    into it in place, and the results are what they were."""
+    from pcbatch.backends.eager_storage import Register
+
+    kept = []
+    adopt = Register.adopt
+
+    def recording(self, value, lanes):
+        kept.append(value)
+        return adopt(self, value, lanes)
+
+    monkeypatch.setattr(Register, "adopt", recording)
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def f(x):
+        y = x * 2  # kept in a register: it lives across the loop
+        while x < 3:
+            x = x + 1
+            y = y + x
+        return y
+
+    x = np.array([1, 2, 3, 4])
+    np.testing.assert_array_equal(f(x), [2 + 2 + 3, 4 + 3, 6, 8])
+    assert kept and all(type(v) is np.ndarray and v.shape == (4,) for v in kept)
+
+
+@pcbatch.batched_primitive
+def _double_into_buffer(x):
+    out = _BUFFERS.setdefault((x.shape, x.dtype), np.empty(x.shape, x.dtype))
+    np.multiply(x, 2, out=out)  # reuses its output array: the result is not the VM's
+    return out
+
+
+def test_a_result_the_primitive_keeps_is_copied():
+    """A result its primitive still holds (a reused output buffer) is copied into the
+    register: the next call overwrites the buffer, and the first result must not change
+    with it."""
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def f(x):
+        y = _double_into_buffer(x)  # kept in a register: it lives across the branch
+        z = x
+        if x > 0:
+            z = _double_into_buffer(x + 10)
+        return y * 1000 + z
+
+    _BUFFERS.clear()
+    np.testing.assert_array_equal(f(np.array([1, 2, 3])), [2022, 4024, 6026])
