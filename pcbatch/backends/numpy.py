@@ -105,6 +105,9 @@ class NumpyBackend:
     measures_stack_depth = True
     variable_class = RegisterVariable
     arrays = NUMPY_ARRAYS  # what the registers and stacks are made of
+    #: the eager machine may keep a program's compiled blocks across runs and instances:
+    #: what they compile to depends on the class only, and keeps no state of a run
+    reuses_block_runners = True
 
     def __init__(self, safety_checks: bool = True):
         self.safety_checks = bool(safety_checks)

@@ -175,6 +175,7 @@ class TorchBackend(NumpyBackend):
     gathers_active_rows = True
     measures_stack_depth = True
     variable_class = Register
+    reuses_block_runners = False  # `vectorize` decides native or host once per run
 
     def __init__(self, device: Any = None, safety_checks: bool = True):
         super().__init__(safety_checks)

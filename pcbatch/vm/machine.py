@@ -503,6 +503,25 @@ def block_runner(program: Program, block, backend):
     return run_block
 
 
+def runners_for(program: Program, backend) -> list:
+    """Every block's `block_runner`, made once per program and backend class: a short run
+    would otherwise pay a pass over every instruction on every call. Kept on the program
+    (one class's at a time), for a backend whose compiled instructions depend on its class
+    only and keep no state of a run (``reuses_block_runners``: each plain call makes a new
+    `NumpyBackend`), never for the throwaway backend of `measure_depth`."""
+    if isinstance(backend, _DepthProbe) or not getattr(backend, "reuses_block_runners", False):
+        return [block_runner(program, b, backend) for b in program.graph]
+    kept = program.__dict__.get(_RUNNERS)
+    if kept is not None and kept[0] is type(backend):
+        return kept[1]
+    runners = [block_runner(program, b, backend) for b in program.graph]
+    object.__setattr__(program, _RUNNERS, (type(backend), runners))  # a cache, not a field
+    return runners
+
+
+_RUNNERS = "_eager_block_runners"
+
+
 # ---------------------------------------------------------------------------
 # Inputs and outputs
 
@@ -585,7 +604,7 @@ def execute(
     if run.batch_size == 0:
         return _outputs(run)
     try:
-        loop(run, [block_runner(program, b, backend) for b in program.graph], max_steps)
+        loop(run, runners_for(program, backend), max_steps)
     except StackFull as full:
         raise overflow_error(run, full, args, max_stack_depth, measure_on_overflow) from None
     return _outputs(run)

@@ -64,8 +64,22 @@ def plan_for(program, refill: bool = False) -> Plan | None:
     """The plan for a lowered program, or None when plain lowest-pc-first suffices.
 
     With ``refill`` (`pcbatch.vm.refill`), threads returning from main never wait for
-    others: their lanes take new inputs at once.
+    others: their lanes take new inputs at once. Made once per program (kept on it: an
+    eager run of few steps would pay the reachability analysis on every call).
     """
+    plans = program.__dict__.get(_PLANS)
+    if plans is None:
+        plans = {}
+        object.__setattr__(program, _PLANS, plans)  # a cache, not a field
+    if refill not in plans:
+        plans[refill] = _plan(program, refill)
+    return plans[refill]
+
+
+_PLANS = "_schedule_plans"
+
+
+def _plan(program, refill: bool) -> Plan | None:
     blocks = program.graph.blocks
     sync = tuple(i for i, b in enumerate(blocks) if is_sync_label(b.label))
     greedy = getattr(program, "schedule", "lowest_pc") in DYNAMIC

@@ -193,3 +193,35 @@ def test_a_result_the_primitive_keeps_is_copied():
 
     _BUFFERS.clear()
     np.testing.assert_array_equal(f(np.array([1, 2, 3])), [2022, 4024, 6026])
+
+
+def test_a_programs_blocks_are_compiled_once_for_its_runs(monkeypatch):
+    """The eager machine compiles a program's blocks on its first NumPy run and reuses
+    them (a short run would pay that on every call), with the same results."""
+    from pcbatch.vm import machine
+
+    compiled = []
+    block_runner = machine.block_runner
+
+    def counting(program, block, backend):
+        compiled.append(block.label)
+        return block_runner(program, block, backend)
+
+    monkeypatch.setattr(machine, "block_runner", counting)
+    ctx = pcbatch.Context()
+
+    @ctx.batch
+    def collatz(x):
+        steps = 0
+        while x != 1:
+            x = x // 2 if x % 2 == 0 else 3 * x + 1
+            steps += 1
+        return steps
+
+    x = np.array([1, 2, 3, 6, 7, 9, 27])
+    first = collatz(x)
+    blocks = len(compiled)
+    assert blocks > 0
+    np.testing.assert_array_equal(collatz(x[::-1]), first[::-1])
+    np.testing.assert_array_equal(collatz(x), first)
+    assert len(compiled) == blocks
