@@ -418,6 +418,8 @@ def vectorize(function: Callable) -> Callable:
 
 def _aligned(args) -> tuple | list | None:
     """``args`` (batches) aligned to one rank, or None if one is not a NumPy array."""
+    if len(args) == 1:
+        return args if type(args[0]) is np.ndarray else None
     rank, same = args[0].ndim if type(args[0]) is np.ndarray else -1, True
     for a in args:
         if type(a) is not np.ndarray:

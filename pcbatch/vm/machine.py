@@ -310,8 +310,13 @@ def _prim_step(program: Program, op: PrimOp, backend) -> Any:
     readers = [_reader(program, v) for v in names]
     adopts = getattr(write, "adopts", False)
 
+    only = readers[0] if len(readers) == 1 else None
+
     def step(run, lanes, env) -> None:
-        inputs = [read(run, lanes, env) for read in readers]
+        if only is not None:
+            inputs = (only(run, lanes, env),)
+        else:
+            inputs = [read(run, lanes, env) for read in readers]
         if run.profile is not None:
             run.profile.record_primitive(op.label, lanes.count, run.batch_size)
         try:
