@@ -245,3 +245,30 @@ def test_a_loop_returning_its_counter_moves_no_register_into_the_result():
     _, (batched,) = _batched(collatz)
     sizes = _staged_sizes(lambda backend: batched(np.array([3, 5, 6]), backend=backend))
     assert sizes["selects"] <= 12, sizes
+
+
+@pytest.mark.skipif("jax" not in backends.COMPILED_NAMES, reason="needs JAX")
+def test_nuts_on_jax_never_runs_the_density_eagerly_before_its_compile():
+    """Type inference reads the gradient's declared results (`pcbatch.mcmc.gradients`)
+    instead of running it on a dummy state: run eagerly, JAX compiled each operation of
+    the density and its gradient on its own (21 XLA compiles in a first call, not 10)."""
+    import jax
+
+    from pcbatch.mcmc import nuts
+
+    concrete = []
+
+    def log_prob(x):
+        primal = getattr(x, "primal", x)  # under the gradient's trace, the value it takes
+        concrete.append(not isinstance(primal, jax.core.Tracer))
+        return -0.5 * (x * x).sum()
+
+    def call(backend):
+        start = np.zeros((4, 3), np.float32)
+        nuts.sample(
+            log_prob, start, num_samples=2, num_warmup=0, seed=0, step_size=0.1,
+            progress_bar=False, backend=backend,
+        )
+
+    _staged_sizes(call)
+    assert concrete and not any(concrete), concrete
