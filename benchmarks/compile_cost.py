@@ -68,6 +68,26 @@ and not kept: a variable's leaves of one dtype and shape stacked in one register
 (``[batch, k, ...]``, one masked select per group): nuts100 498 -> 433 fusions and
 12,736 -> 10,556 HLO instructions, but XLA's compile took 7-9% longer in three
 alternating runs (the stacks' concatenates).
+
+Later still (nuts10: ``--nuts-dim 10``, CPU s, the machine loaded, old and new code
+alternating): XLA compiles each distinct kernel once (60 identical masked selects compile
+in 0.05 s, 60 differing only in a constant in 1.2 s), so what a compile costs follows
+the distinct fused computations: nuts10 has 444 fusions but 203 distinct ones (181 up
+to constants), BlackJAX's 187 fusions. By ``perf``, XLA's time goes to LLVM (about 45%),
+the fusion emitters (20%), HLO passes (20%, while-loop trip-count analysis and copy
+insertion the largest) and thunk emission. Found and fixed: NUTS's type inference ran
+the gradient eagerly on a dummy state, 11 XLA compiles of single operations (nuts10
+front 1.28, 1.36 -> 0.89, 0.99 s; `pcbatch.mcmc.gradients.ARRAY_RESULTS`), and after
+the run 8 compiles of slices of its outputs, now cut on the host (front 1.45, 1.52 ->
+0.70, 0.62 s for both). Measured, not kept: the blank state as an argument for NUTS too (a 16 MiB
+bound: 16 kernels fewer, XLA 5.98, 5.94, 6.05 -> 5.98, 5.84, 6.43 s); program-counter
+targets as runtime scalars rather than constants (15 distinct kernels fewer, no faster);
+``block_choice="flat"`` (38 loops, not 73: XLA 6.23, 6.35 -> 5.63, 5.22 s, but a step
+tests every block's predicate); XLA options: ``xla_disable_hlo_passes`` of the while-loop
+passes (within noise), ``xla_backend_optimization_level=0`` (6.25 -> 4.77 s, unoptimized
+kernels), ``xla_cpu_use_fusion_emitters=false`` (6.2-6.7 -> 5.1-5.7 s, slower kernels:
+docs/user-guide.md). Across processes JAX's persistent compilation cache keeps the staged
+program (docs/user-guide.md).
 """
 
 from __future__ import annotations

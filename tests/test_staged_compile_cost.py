@@ -245,3 +245,65 @@ def test_a_loop_returning_its_counter_moves_no_register_into_the_result():
     _, (batched,) = _batched(collatz)
     sizes = _staged_sizes(lambda backend: batched(np.array([3, 5, 6]), backend=backend))
     assert sizes["selects"] <= 12, sizes
+
+
+@pytest.mark.skipif("jax" not in backends.COMPILED_NAMES, reason="needs JAX")
+def test_nuts_on_jax_never_runs_the_density_eagerly_before_its_compile():
+    """Type inference reads the gradient's declared results (`pcbatch.mcmc.gradients`)
+    instead of running it on a dummy state: run eagerly, JAX compiled each operation of
+    the density and its gradient on its own (21 XLA compiles in a first call, not 10)."""
+    import jax
+
+    from pcbatch.mcmc import nuts
+
+    concrete = []
+
+    def log_prob(x):
+        primal = getattr(x, "primal", x)  # under the gradient's trace, the value it takes
+        concrete.append(not isinstance(primal, jax.core.Tracer))
+        return -0.5 * (x * x).sum()
+
+    def call(backend):
+        start = np.zeros((4, 3), np.float32)
+        nuts.sample(
+            log_prob, start, num_samples=2, num_warmup=0, seed=0, step_size=0.1,
+            progress_bar=False, backend=backend,
+        )
+
+    _staged_sizes(call)
+    assert concrete and not any(concrete), concrete
+
+
+@pytest.mark.skipif("jax" not in backends.COMPILED_NAMES, reason="needs JAX")
+def test_nuts_cuts_a_runs_jax_outputs_on_the_host_compiling_nothing():
+    """The chains' packed state and the draw buffers, JAX arrays after a run, are cut on
+    the host and put back on their device: sliced there, each shape compiled an XLA
+    program of its own (8 of a first call's compiles)."""
+    import types
+
+    import jax
+
+    from pcbatch.mcmc import nuts
+
+    compiles = []
+
+    def listener(event, *args, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(event)
+
+    size, chains = 7, 3  # shapes no other test compiles a slice for
+    packed = np.arange(chains * (5 * size + 8), dtype=np.float32).reshape(chains, -1)
+    packed = jax.device_put(packed)
+    draws = jax.device_put(np.ones((chains, 9, size), np.float32))
+    run = types.SimpleNamespace(start=types.SimpleNamespace(dense=False), traced=False,
+                                event_shape=(size,))  # fmt: skip
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        state = nuts._unpacked(packed, run)
+        (joined,) = nuts._joined([(4, [draws]), (2, [draws])], on_host=True)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert compiles == []
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(state))
+    np.testing.assert_array_equal(np.asarray(state.q), np.asarray(packed)[:, :size])
+    assert joined.shape == (chains, 6, size)

@@ -420,6 +420,9 @@ class Translator:
         ast.fix_missing_locations(expression)
         code = compile(expression, self.parsed.filename, "eval")
         function = eval(code, self.namespace)  # noqa: S307 - the user's own expression
+        declared = _declared_weak_results(residual, params, self.namespace)
+        if declared is not None:
+            function.weak_results = declared
         if _operators_only(residual, frozenset(params)):
             # Raw batches aligned to one rank compute it as one example would: NumPy's
             # vectorize may skip its per-example wrappers (`batched_array.vectorize`).
@@ -748,6 +751,19 @@ _ELEMENTWISE_OPERATORS = (
     ast.USub, ast.UAdd, ast.Invert,
     ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq,
 )
+
+
+def _declared_weak_results(residual: ast.expr, params, namespace: dict):
+    """The ``weak_results`` a callee declares (which of its results are Python scalars
+    per example), where ``residual`` is one call of it: type inference then need not run
+    it on a dummy example to find out (`pcbatch.passes.infer_types.with_weak_results`),
+    which for a JAX function compiles each of its operations eagerly (NUTS's gradient:
+    about a second of a first call)."""
+    if not isinstance(residual, ast.Call) or not isinstance(residual.func, ast.Name):
+        return None
+    if residual.func.id in params:
+        return None
+    return getattr(namespace.get(residual.func.id), "weak_results", None)
 
 
 def _operators_only(node: ast.expr, params: frozenset) -> bool:

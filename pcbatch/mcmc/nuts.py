@@ -729,10 +729,29 @@ def _call_loop(run: _Run) -> tuple[list[tuple[int, list[Any]]], Any, int]:
         stop = max(start, keep_from) + count
         plan = _warmup.plan(start, stop, num_warmup, search_draw, keep_from, run.adapt_mass)
         *outputs, packed = run.run_chain(*state, *run.inputs, plan, **run.options)
-        state = _warmup.unpack(packed, run.event_shape, _reshape_for(packed), run.start.dense)
+        state = _unpacked(packed, run)
         calls.append((count, outputs))
         start, kept = stop, kept + count
     return calls, state, start
+
+
+def _unpacked(packed: Any, run: _Run) -> _warmup.ChainState:
+    """The chains' state from the run's packed vectors; a JAX array on one device is cut
+    on the host and its parts put back on that device (slicing it there compiles an XLA
+    program per shape: 3 of a first call's compiles)."""
+    dense = run.start.dense
+    device = None if run.traced else _jax_device(packed)
+    if device is None:
+        return _warmup.unpack(packed, run.event_shape, _reshape_for(packed), dense)
+    import jax
+
+    state = _warmup.unpack(gradients.to_numpy(packed), run.event_shape, np.reshape, dense)
+    return jax.tree_util.tree_map(lambda a: jax.device_put(a, device), state)
+
+
+def _jax_device(array: Any) -> Any:
+    """The one JAX device holding ``array``, or None (another library's, or sharded)."""
+    return next(iter(array.devices())) if _on_one_jax_device(array) else None
 
 
 # -- the result --------------------------------------------------------------------------
@@ -746,14 +765,15 @@ def _result(run: _Run, ran: _Ran) -> NutsResult:
         ran.state, start.layout, start.constraints, run.seed, position.first_chain,
         position.first_draw, ran.done, position.num_warmup, reshape=_reshape_for(ran.state.q),
     )  # fmt: skip
-    outputs = _joined(ran.calls)
+    device = None if run.traced else _jax_device(ran.calls[0][1][0])
+    outputs = _joined(ran.calls, on_host=device is not None)
     saved = run.saved_warmup
     kept = _draws(outputs, slice(saved, None, run.thin), start.layout, start.constraints,
-                  run.traced)  # fmt: skip
+                  run.traced, device)  # fmt: skip
     warmup_draws = None
     if saved:
         warmup_draws = _draws(outputs, slice(0, saved), start.layout, start.constraints,
-                              run.traced)  # fmt: skip
+                              run.traced, device)  # fmt: skip
     return NutsResult(
         **{field.name: getattr(kept, field.name) for field in dataclasses.fields(Draws)},
         inverse_mass=adapted.user_inverse_mass(ran.state.inv_mass, start.dense, run.traced),
@@ -810,17 +830,20 @@ def _draws(
     layout: structure.Layout | None,
     constraints: constrained.Constraints | None,
     traced: bool = False,
+    device: Any = None,
 ) -> Draws:
     """The `Draws` of the program's joined outputs (``[chains, draws, ...]``) in ``rows``,
     the samples in the user's structure and constrained space; the statistics as NumPy
-    arrays, or ``traced``, as the backend's (traced) arrays."""
-    if not traced and _on_one_jax_device(outputs[0]):
+    arrays, or ``traced``, as the backend's (traced) arrays; with a JAX ``device``, the
+    outputs were that device's (cut on the host, `_joined`) and the samples go back to it."""
+    if device is None and not traced and _on_one_jax_device(outputs[0]):
+        device = next(iter(outputs[0].devices()))
+    if device is not None:
         # Slicing, transposing and splitting device arrays compiles a small XLA program
         # per shape (about 1 s of a JAX first call): NumPy does the same exactly, and
         # only the samples go back to the device, before the constraints.
         import jax
 
-        device = next(iter(outputs[0].devices()))
         draws = _draws([gradients.to_numpy(o) for o in outputs], rows, layout, None)
         samples = jax.tree_util.tree_map(lambda a: jax.device_put(a, device), draws.samples)
         if constraints is not None:
@@ -935,9 +958,12 @@ def _draws_per_call(num_chains: int, event_shape: tuple[int, ...], dtype: np.dty
     return int(np.clip(2 ** int(np.log2(fits)), MIN_DRAWS_PER_CALL, MAX_DRAWS_PER_CALL))
 
 
-def _joined(calls: list[tuple[int, list[Any]]]) -> list[Any]:
+def _joined(calls: list[tuple[int, list[Any]]], on_host: bool = False) -> list[Any]:
     """Each output of the calls (``[chains, buffer, ...]``) cut to the draws each call
-    kept and joined along the draw axis."""
+    kept and joined along the draw axis; ``on_host``, as NumPy arrays (a JAX array's
+    slice compiles an XLA program per shape: 6 of a first call's compiles)."""
+    if on_host:
+        calls = [(count, [gradients.to_numpy(o) for o in outputs]) for count, outputs in calls]
     joined: list[Any] = []
     for k in range(len(calls[0][1])):
         parts = [outputs[k][:, :count] for count, outputs in calls]
