@@ -7,8 +7,12 @@ of cases, `tests.tiers.in_turn`), which gives it one run per backend, by the rul
 the same staged machine run op by op (ids ``jax_eager``, ``tensorflow_eager``; see
 `staged_eagerly`). Such an eager run has ``backend_name`` "jax" or "tensorflow", so a
 test reads it as it reads the compiled run; ``tests/conftest.py`` runs the test inside
-`staged_eagerly`. A test whose point is the compiled program itself (its trace count,
-compile-time work, threads) uses `compiled_param`: every backend compiled, in both tiers.
+`staged_eagerly`. A test uses `compiled_param` instead (every backend compiled, in both
+tiers) where the point is the compiled program itself (its trace count, compile-time
+work, threads), or where its programs run hundreds of VM steps: run op by op, each step
+dispatches dozens of JAX or TensorFlow operations, and that costs more CPU than the
+compilation it saves (a small program compiles in about 0.1 s on JAX, 0.25 s in
+TensorFlow's graph mode, and runs eagerly in about half that when it takes few steps).
 """
 
 from __future__ import annotations
@@ -153,5 +157,6 @@ def backend_param(test):
     return pytest.mark.parametrize("backend_name", tiers.backend_runs(test.__module__))(test)
 
 
-#: every backend compiled, in both tiers: for a test of the compiled program itself
+#: every backend compiled, in both tiers: for a test of the compiled program itself, or
+#: of programs that run many steps (see the module docstring)
 compiled_param = pytest.mark.parametrize("backend_name", BACKEND_NAMES)
