@@ -1,17 +1,15 @@
 """Test-wide settings: every compilation in the suite runs the IR verifier between passes;
-the slow tier runs only with ``--slow`` (see `tests.tiers`); a run marked
-``staged_eagerly`` runs its backend's staged machine op by op (`tests.backends`); no
-Hypothesis test depends on wall time (no deadline, no too-slow health check)."""
+the slow tier runs only with ``--slow`` (see `tests.tiers`); no Hypothesis test depends
+on wall time (no deadline, no too-slow health check)."""
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out
 
 from pcbatch.passes import pipeline  # noqa: E402
-from tests import backends, tiers  # noqa: E402
+from tests import tiers  # noqa: E402
 
 pipeline.VERIFY_BY_DEFAULT = True
 
@@ -42,13 +40,3 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item.get_closest_marker("slow") is None]
-
-
-@pytest.fixture(autouse=True)
-def _staged_eagerly(request):
-    """Runs a test's ``staged_eagerly`` run (`tests.tiers.backend_runs`) op by op."""
-    if request.node.get_closest_marker("staged_eagerly") is None:
-        yield
-        return
-    with backends.staged_eagerly(request.node.callspec.params["backend_name"]):
-        yield

@@ -45,7 +45,7 @@ def _assert_same(actual, expected, backend_name):
         assert_close(a, e, backend_name)
 
 
-# Every program on both compiled backends; the fast tier compiles one in four (tests/tiers.py).
+# The fast tier takes the programs in turn, one compiled backend each (tests/tiers.py).
 @pytest.mark.parametrize(
     ("name", "backend_name"),
     tiers.in_turn([(name,) for name in CORPUS], COMPILED_NAMES),

@@ -42,7 +42,7 @@ def _assert_same(actual, expected, backend_name):
         assert_close(a, e, backend_name)
 
 
-# Every case on every backend; the fast tier compiles one in four (tests/tiers.py).
+# Every case on NumPy; on JAX and TensorFlow the fast tier takes the cases in turn (tests/tiers.py).
 @pytest.mark.parametrize(
     ("name", "count", "width", "backend_name"), tiers.in_turn(CORPUS_CASES, BACKEND_NAMES)
 )

@@ -18,7 +18,7 @@ import pcbatch
 from pcbatch import StackOverflowError, StepLimitError
 from pcbatch.backends.batched_array import PerExampleFallbackWarning
 from pcbatch.errors import BatchSizeError
-from tests.backends import assert_close, backend, backend_param, compiled_param
+from tests.backends import assert_close, backend, backend_param
 from tests.reliability import bad_src, sample_src
 
 
@@ -38,7 +38,7 @@ def _same(actual, expected, backend_name):
         assert_close(got, want, backend_name)
 
 
-@compiled_param  # threads, each compiling: JAX runs eagerly only on the thread that asks
+@backend_param
 def test_one_context_called_from_many_threads(backend_name):
     module = _fresh_sample(backend_name)
     # Compiled backends compile per function and batch size: keep those few.

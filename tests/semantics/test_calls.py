@@ -369,7 +369,7 @@ def test_run_checks_its_counts_too(backend_name):
         pcbatch.run(program, [XS], backend=b, max_steps="10")
 
 
-@backends.compiled_param  # counts the calls made while tracing a compiled program
+@backend_param
 def test_a_plain_helpers_side_effects_run_when_pcbatch_runs_it_not_per_example(backend_name):
     """docs/semantics.md, "a plain helper's side effects": type inference calls the
     helper on dummy inputs while compiling; NumPy (and Torch) call it once per batched step (for

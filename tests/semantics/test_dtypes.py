@@ -268,7 +268,7 @@ def assert_matches_python(actual, expected: list, backend_name: str) -> None:
             assert actual[i] == e, f"example {i}: {actual[i]!r} != {e!r}"
 
 
-# Every case on every backend; the fast tier compiles one in four (tests/tiers.py).
+# Every case on NumPy; on JAX and TensorFlow the fast tier takes the cases in turn (tests/tiers.py).
 @pytest.mark.parametrize(
     ("program", "dtype", "takes_n", "backend_name"),
     tiers.in_turn(list(_cases()), backends.BACKEND_NAMES),

@@ -38,7 +38,7 @@ def test_eager_overflow_raises_naming_function_and_depth(backend_name):
         fib(N, backend=backend, max_stack_depth=DEPTH)
 
 
-@backends.compiled_param  # hundreds of VM steps: run op by op they cost more
+@backends.backend_param
 def test_eager_step_limit_raises(backend_name):
     backend = backends.backend(backend_name)
     with pytest.raises(pcbatch.StepLimitError, match=r"collatz\(\) did not finish in max_steps"):
@@ -54,7 +54,7 @@ def test_under_most_threads_a_runaway_lane_keeps_the_others_waiting(backend_name
     assert np.asarray(status).tolist() == [2, 2]
 
 
-@backends.compiled_param  # hundreds of VM steps: run op by op they cost more
+@backends.backend_param
 def test_return_status_reports_the_overflowed_lane_and_keeps_the_others(backend_name):
     backend = backends.backend(backend_name)
     result, status = fib(N, backend=backend, max_stack_depth=DEPTH, return_status=True)
@@ -85,7 +85,7 @@ def test_every_result_of_a_failed_lane_is_filled(backend_name):
     assert ints[1] == _poison_of(ints.dtype) and np.isnan(floats[1])
 
 
-@backends.compiled_param  # hundreds of VM steps: run op by op they cost more
+@backends.backend_param
 def test_return_status_reports_the_step_limit(backend_name):
     # max_steps bounds the whole run, and which lanes finish within it depends on the
     # schedule: under the default most_threads, a thread past the loop waits there for
@@ -100,7 +100,7 @@ def test_return_status_reports_the_step_limit(backend_name):
     assert np.asarray(result)[0] == collatz_plain(6)
 
 
-@backends.compiled_param  # hundreds of VM steps: run op by op they cost more
+@backends.backend_param
 def test_return_status_is_all_ok_when_nothing_fails(backend_name):
     backend = backends.backend(backend_name)
     result, status = fib(N, backend=backend, max_stack_depth=12, return_status=True)
@@ -210,7 +210,7 @@ def test_a_call_that_cannot_fail_inside_an_xla_tf_function_needs_nothing():
     assert run(tf.constant([6, 27])).numpy().tolist() == [collatz_plain(6), collatz_plain(27)]
 
 
-@backends.compiled_param  # hundreds of VM steps: run op by op they cost more
+@backends.backend_param
 def test_overflow_in_map_raises_after_the_other_lanes_ran(backend_name):
     backend = backends.backend(backend_name)
     inputs = np.array([3, 4, 11, 5, 2, 6])

@@ -3,8 +3,8 @@
 Differential: each program of ``outsider_src`` batched gives exactly what
 ``dry_run=True`` gives (the plain function on each example: values and dtypes), on
 every backend, or is rejected before anything runs with an error at its line that says
-what to write instead. JAX and TensorFlow run every exact program, compiled or (in
-the fast tier) mostly as the staged machine run eagerly (`tests.tiers.in_turn`).
+what to write instead. Compiled backends take the exact programs in turn
+(`tests.tiers.in_turn`): one compile per program.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pcbatch.backends.batched_array import PerExampleFallbackWarning
 from pcbatch.errors import AutobatchSyntaxError, TypeInferenceError
 from tests import backends
 from tests.semantics import outsider_src as src
-from tests.tiers import compiled_only, in_turn
+from tests.tiers import in_turn
 
 INPUTS = {
     "x": np.array([2.5, -1.5, 0.25, 4.0]),
@@ -101,14 +101,8 @@ def _per_example(function, args) -> list:
     return [np.stack([np.asarray(r) for r in results])]
 
 
-def _eager_marks(name: str) -> list:
-    """TensorFlow's staged machine, run eagerly, cannot build an array from a list."""
-    return [compiled_only] if name in ("array_of_a_list", "comprehension_then_array") else []
-
-
 @pytest.mark.parametrize(
-    ("name", "backend_name"),
-    in_turn([pytest.param(n, id=n, marks=_eager_marks(n)) for n in EXACT]),
+    ("name", "backend_name"), in_turn([(n,) for n in EXACT], backends.BACKEND_NAMES)
 )
 def test_batched_gives_what_dry_run_gives(name, backend_name):
     function = getattr(src, name)
