@@ -7,6 +7,14 @@ long NUTS runs and the larger parametrizations. ``tests/conftest.py`` sets `SLOW
 from the flag before any test module is collected, so a module may size its
 parameters with `pick`; a test (or parameter) that only belongs to the slow tier is
 marked with `slow`, and is deselected without the flag.
+
+Not done, measured: running the semantic tests' JAX and TensorFlow runs as the staged
+machine op by op (`pcbatch.fuzz.eager`, which saves the fuzzer's compilations) instead
+of compiling them. Their programs are small (about 0.1 CPU-s to compile on JAX, 0.25 s
+in TensorFlow's graph mode) and op by op cost as much or more, far more where a program
+runs hundreds of steps: ``tests/semantics`` took 248 CPU-s that way (one test in four
+still compiled, every grid case on every backend) against 185 (``-n 0``, side by side
+under the same load; commit 602e945 on branch fasttier3 has it).
 """
 
 from __future__ import annotations
