@@ -90,6 +90,8 @@ class BatchedArray(BatchedView):
 
     # -- NumPy protocols -------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if "out" in kwargs or method == "at":
+            _refuse_shared_targets(ufunc, method, inputs, kwargs)
         if any(type(x) is WeakBatchedArray for x in inputs):
             return per_example.weak_ufunc(self, ufunc, method, inputs, kwargs)
         if method == "__call__" and not kwargs and ufunc.signature is None:
@@ -112,7 +114,56 @@ class BatchedArray(BatchedView):
             result = rule(func, args, kwargs)
             if result is not NotImplemented:
                 return result
-        return _per_example(func, args, kwargs)
+        with _unchanged_arrays(func, args, kwargs):
+            return _per_example(func, args, kwargs)
+
+
+class SharedArrayWrite(BatchedValueError):
+    """A plain helper wrote per-example values into an array that is not per-example
+    (``out = np.zeros(2); out += v``, ``np.multiply(v, 2, out=out)``, ``np.copyto(out, v)``):
+    a batched run has one such array for every example, so the helper runs one example
+    at a time, as Python would run it."""
+
+
+def _refuse_shared_targets(ufunc, method: str, inputs: tuple, kwargs: dict) -> None:
+    """Raises `SharedArrayWrite` when a ufunc would write batched values into a plain
+    array (its ``out=``, or the first operand of ``ufunc.at``)."""
+    out = kwargs.get("out", ())
+    targets = list(out) if isinstance(out, tuple) else [out]
+    if method == "at":
+        targets.append(inputs[0])
+    if any(isinstance(t, np.ndarray) for t in targets):
+        name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        raise SharedArrayWrite(
+            f"{name} writes per-example values into an array that every example shares"
+        )
+
+
+class _unchanged_arrays:
+    """Around a NumPy function run one example at a time: raises `SharedArrayWrite`
+    (after putting the old values back) when it changed a plain array among its
+    arguments (``np.copyto(out, v)``, ``np.put(out, i, v)``): each example would have
+    written over the last one's values."""
+
+    def __init__(self, func: Callable, args: tuple, kwargs: dict):
+        self.func = func
+        leaves = per_example.leaves((args, tuple(kwargs.values())), lists=True)
+        self.saved = [
+            (a, a.copy()) for a in leaves if type(a) is np.ndarray and a.flags.writeable
+        ]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        changed = [(a, old) for a, old in self.saved if not np.array_equal(a, old, equal_nan=True)]
+        for a, old in changed:
+            a[...] = old
+        if changed and kind is None:
+            name = getattr(self.func, "__name__", repr(self.func))
+            raise SharedArrayWrite(
+                f"np.{name} writes per-example values into an array that every example shares"
+            )
 
 
 class WeakBatchedArray(BatchedArray):
@@ -231,7 +282,30 @@ def _per_example(func: Callable, args, kwargs) -> Any:
         func(*_take(args, i), **dict(zip(kwargs, _take(tuple(kwargs.values()), i))))
         for i in range(size)
     ]
+    _refuse_reused_buffers(func, results)
     return _stack_results(results)
+
+
+def _refuse_reused_buffers(func: Callable, results: list) -> None:
+    """Raises when two examples got the same array object back: a function that returns
+    a buffer it keeps and overwrites (``np.multiply(x, 2, out=buf); return buf``) gives
+    Python one object whose value the next call changes, which a batch cannot mirror."""
+    firsts = list(per_example.leaves([results[0]]))
+    for later in results[1:]:
+        for a, b in zip(firsts, per_example.leaves([later])):
+            if a is b and isinstance(a, np.ndarray):
+                function = inspect.unwrap(func)
+                code = getattr(function, "__code__", None)
+                where = f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
+                name = getattr(function, "__name__", repr(function))
+                what = f"the line at {where}" if name == "<lambda>" else f"{name} ({where})"
+                raise ValueError(
+                    f"{what} gave the same array object for two examples: a plain helper "
+                    "returns an array that it keeps and overwrites on its next call, so in "
+                    "plain Python an earlier result would change too, which a batched run "
+                    "cannot reproduce. Return a new array from the helper (return buf.copy(), "
+                    "or compute the result without out=)"
+                )
 
 
 def _take(values: tuple, i: int) -> tuple:
@@ -404,7 +478,15 @@ def vectorize(function: Callable) -> Callable:
         wrapped = [_wrap_input(a) for a in args]
         try:
             result = function(*wrapped)
-        except BatchedValueError as e:
+        except (BatchedValueError, ValueError) as e:
+            # (NumPy's item assignment turns a BatchedValueError into a ValueError)
+            if not isinstance(e, BatchedValueError):
+                if not isinstance(e.__cause__, BatchedValueError):
+                    raise
+                e = SharedArrayWrite(
+                    "item assignment writes per-example values into an array that every "
+                    "example shares"
+                )
             # Python control flow on a value (an `if` in a plain helper): still
             # right, one example at a time.
             _warn_slow(function, e)
@@ -459,10 +541,14 @@ def _warn_slow(function: Callable, error: Exception) -> None:
     if not _first_warning(code if code is not None else function):
         return
     where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else repr(function)
-    advice = (
-        "" if isinstance(error, OtherLibraryCall)
-        else ": use np.where in plain helpers, or batch the helper with ctx.batch"
-    )
+    if isinstance(error, OtherLibraryCall):
+        advice = ""
+    elif isinstance(error, SharedArrayWrite):
+        advice = (": make the array from the example's values instead of writing into it "
+                  "(out = v * 2, out = np.zeros_like(v), out = np.zeros(2) + v)")
+    else:
+        advice = ": use np.where in plain helpers, or batch the helper with ctx.batch"
+
     line = _users_line(error)
     if line is None:
         warnings.warn(

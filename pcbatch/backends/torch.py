@@ -262,7 +262,11 @@ class TorchBackend(NumpyBackend):
             if "host" not in decided:
                 try:
                     return native(*args)
-                except (NotNative, BatchedValueError) as e:
+                except (NotNative, BatchedValueError, ValueError) as e:
+                    # (NumPy's item assignment turns a BatchedValueError into a ValueError)
+                    if isinstance(e, ValueError) and not isinstance(e.__cause__,
+                                                                    BatchedValueError):
+                        raise
                     decided["host"] = e
                     self.host_primitives[_where(function)] = str(e)
             if torch.is_grad_enabled() and _requires_grad(args):
