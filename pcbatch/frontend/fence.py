@@ -11,6 +11,7 @@ expression, where calls to batched functions must name them directly.
 from __future__ import annotations
 
 import ast
+import builtins
 
 from pcbatch.frontend.parse import ParsedFunction, local_names, parameter_names
 
@@ -180,6 +181,8 @@ class _Fence(ast.NodeVisitor):
         the frontend checks the value (`runtime.unshared`) and rejects an array."""
         targets = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
         base = _shared_base(stmt.value)
+        if base is None and targets:
+            self.mark_helper_sharing(stmt, targets)
         if base is None or not targets or base in targets:
             return  # ``v = v[::-1]``: the old array has no other name
         changed = [n for n in (base, *targets) if n in self.changed_in_place]
@@ -192,6 +195,53 @@ class _Fence(ast.NodeVisitor):
                 f"copy it: {targets[0]} = np.array({ast.unparse(stmt.value)}) (or write "
                 f"{changed[0]} = {changed[0]} + ... instead of +=)"
             )
+
+    def mark_helper_sharing(self, stmt: ast.Assign, targets: list) -> None:
+        """``w = helper(y)`` with a plain helper, where ``w`` or ``y`` is changed in place
+        and the other name is read elsewhere: the helper may return ``y`` itself or a
+        view of it (``return v``, ``return v[:2]``), which Python would share and a batch
+        cannot; the frontend rejects an array result (`runtime.unshared`), to be copied."""
+        bases = self.plain_helper_arguments(stmt.value)
+        if not bases:
+            return
+        reads = _names_read_outside(self.parsed.tree, stmt)
+        for changed in (*targets, *bases):
+            if changed not in self.changed_in_place:
+                continue
+            others = [n for n in (*targets, *bases) if n != changed and n in reads]
+            if others:
+                break
+        else:
+            return
+        call, target = ast.unparse(stmt.value), targets[0]
+        stmt._pcbatch_shares = (
+            f"'{ast.unparse(stmt)}' binds {target!r} to what plain helper "
+            f"'{ast.unparse(stmt.value.func)}' returns, which may be its argument or a view "
+            f"of it ('return v', 'return v[:2]'): Python would then share one array between "
+            f"{target!r} and {others[0] if changed == target else changed!r}, and "
+            f"{changed!r} is changed in place in this function ('{changed}[i] = ...' or "
+            f"'{changed} += ...'), which would show through both names; copy it: "
+            f"{target} = np.array({call})"
+        )
+
+    def plain_helper_arguments(self, node: ast.expr) -> list:
+        """The local names passed to ``node`` when it calls a plain helper (neither a
+        batched function, nor a builtin, nor an array library's function, nor a method
+        of a local value), or []."""
+        if not isinstance(node, ast.Call):
+            return []
+        root = node.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name) or root.id in self.locals:
+            return []
+        if root.id in self.batched_names or root.id in _LIBRARY_ROOTS:
+            return []
+        if isinstance(node.func, ast.Name) and hasattr(builtins, root.id):
+            return []
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        names = [_shared_base(a) for a in arguments]
+        return [n for n in dict.fromkeys(names) if n is not None and n in self.locals]
 
     def check_AnnAssign(self, stmt: ast.AnnAssign) -> None:
         if stmt.value is None:
@@ -562,6 +612,21 @@ def _shared_base(node: ast.expr) -> str | None:
             node = node.args[0]
         else:
             return None
+
+
+#: module names whose functions never return their arguments' arrays as such
+#: (NumPy's views are named by `_VIEWS` and `np.asarray`)
+_LIBRARY_ROOTS = frozenset({"np", "numpy", "math", "jnp", "jax", "tf", "torch", "pcbatch",
+                            "cmath", "operator", "functools"})
+
+
+def _names_read_outside(tree: ast.FunctionDef, stmt: ast.stmt) -> frozenset:
+    """The names loaded anywhere in the function but in ``stmt``."""
+    inside = {id(n) for n in ast.walk(stmt)}
+    return frozenset(
+        n.id for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inside
+    )
 
 
 def _is_numpy_asarray(func: ast.expr) -> bool:

@@ -137,3 +137,57 @@ def test_a_helper_returning_one_kept_buffer_for_every_call_is_refused(backend_na
         warnings.simplefilter("ignore", PerExampleFallbackWarning)
         with pytest.raises((TypeInferenceError, ValueError), match="twice_doubled|same array"):
             fn(xs, backend=backends.backend(backend_name))
+
+
+def same_array(v):
+    return v
+
+
+def first_two(v):
+    return v[:2]
+
+
+def fresh_zeros(v):
+    return np.zeros_like(v)
+
+
+def _change_what_a_helper_returned(helper):
+    def change_result(x):
+        y = x * 1.0
+        w = helper(y)
+        w[0] = 5.0
+        return y.sum() + w.sum()
+
+    change_result.__name__ = change_result.__qualname__ = f"change_{helper.__name__}"
+    return pcbatch.Context().batch(change_result)
+
+
+@backend_param
+@pytest.mark.parametrize("helper", [same_array, first_two, fresh_zeros], ids=lambda h: h.__name__)
+def test_changing_what_a_helper_returned_is_refused_where_python_may_share(backend_name, helper):
+    """Python shares ``y`` with ``w`` when the helper returns its argument or a view, so
+    ``w[0] = 5`` changes ``y``; the frontend cannot see inside the helper, so it refuses
+    every array result there (before anything runs), naming the copy to write."""
+    fn = _change_what_a_helper_returned(helper)
+    with pytest.raises(TypeInferenceError, match=r"w = np.array\(helper\(y\)\)"):
+        fn(np.array([[1.0, 2.0, 3.0]]), backend=backends.backend(backend_name))
+
+
+@backend_param
+def test_the_advised_copy_runs_and_a_helpers_array_changed_alone_is_exact(backend_name):
+    def copied(x):
+        y = x * 1.0
+        w = np.array(same_array(y))
+        w[0] = 5.0
+        return y.sum() + w.sum()
+
+    def changed_alone(x):
+        w = fresh_zeros(x)  # x is not read again: nothing could show a sharing
+        w[0] = 5.0
+        return w.sum()
+
+    xs = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for function in (copied, changed_alone):
+        fn = pcbatch.Context().batch(function)
+        got = fn(xs, backend=backends.backend(backend_name))
+        backends.assert_close(got, fn(xs, dry_run=True), backend_name)
