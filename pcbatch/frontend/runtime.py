@@ -280,6 +280,15 @@ class IntPowerGuard:
         return backend.adapt(harmless)
 
 
+def checked_power(base, exponent):
+    """``base ** exponent`` whose exponent `IntPowerGuard` has checked: the power inside
+    does not note the check again (`weak.note_fault`, for plain helpers' powers)."""
+    from pcbatch.backends import weak
+
+    with weak.checked_elsewhere():
+        return base ** exponent
+
+
 def _is_integer(x) -> bool:
     dtype = getattr(x, "dtype", None)
     if dtype is None:
@@ -500,4 +509,5 @@ NAMESPACE = {
     "__pcb_not": logical_not,
     "__pcb_and": logical_and,
     "__pcb_or": logical_or,
+    "__pcb_checked_power": checked_power,
 }

@@ -588,9 +588,10 @@ class _Hoister(ast.NodeTransformer):
         exponent = self.t.value(node.right)
         guard = runtime.IntPowerGuard(str(self.t.loc(node)))
         checked = self.t.fb.prim(guard, base, exponent, out=self.t.fresh(), name=guard.__name__)
-        node.left = self._temp(base, node.left) if isinstance(base, str) else node.left
-        node.right = self._temp(checked, node.right)
-        return node
+        left = self._temp(base, node.left) if isinstance(base, str) else node.left
+        power = ast.Name(id="__pcb_checked_power", ctx=ast.Load())
+        call = ast.Call(func=power, args=[left, self._temp(checked, node.right)], keywords=[])
+        return ast.copy_location(call, node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         if not _is_trivially_pure(node):

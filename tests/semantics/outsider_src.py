@@ -630,6 +630,47 @@ def integer_powers(n, x):
     return n ** (n - 2), x ** (n - 2), 2 ** n if n >= 0 else 0, pow(n, n - 3) if n != 2 else 0
 
 
+def power_of(base, exponent):
+    return np.power(base, exponent)
+
+
+def star_power(base, exponent):
+    return base ** exponent
+
+
+def builtin_power(base, exponent):
+    return pow(base, exponent)
+
+
+def integer_powers_in_plain_helpers(n, x):
+    """The same powers inside plain helpers: JAX gave a wrong number for ``k < 0``."""
+    k = n - 2
+    return power_of(n, k), star_power(n, k), builtin_power(n, k), power_of(x, k)
+
+
+def powers_past_the_bit_width_in_helpers(n):
+    """Exponents of 64 and more inside plain helpers (JAX's power reads six bits)."""
+    e = n * n * 7 + 60
+    return power_of(n + 3, e), star_power(3, e), builtin_power(n - 5, e), star_power(n, 2)
+
+
+def where_or_300(c, v):
+    return np.where(c, v, 300)
+
+
+def where_with_ints_out_of_range(b, i8):
+    """np.where casts a Python int its array's dtype cannot hold (300 is 44 in int8);
+    Torch raised OverflowError, JAX and TensorFlow refused it."""
+    k = 300
+    return np.where(b, i8, 300), np.where(b, -200, i8), np.where(b, i8, k), where_or_300(b, i8)
+
+
+def clip_with_bounds_out_of_range(i8):
+    """np.clip ignores a Python int bound past the dtype's range on its own side."""
+    lo = -300
+    return np.clip(i8, -300, 300), np.clip(i8, lo, 3), np.clip(i8.astype(np.uint8), -1, 7)
+
+
 def string_default(x, mode="fast"):
     if mode == "fast":
         return x * 2

@@ -49,7 +49,8 @@ nan_is_not_equal_to_itself int_of_bool is_not_none_in_a_chain early_return_in_a_
 keyword_only_helper star_args_helper lambda_helper reduce_with_operator
 comprehension_then_array square_root_by_power bit_operations mixed_number_max
 value_or_default round_to_tens bool_of_nan_float while_with_two_exits ternary_on_int_zero
-nested_ternary""".split()  # noqa: SIM905
+nested_ternary powers_past_the_bit_width_in_helpers where_with_ints_out_of_range
+clip_with_bounds_out_of_range""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -245,6 +246,37 @@ def test_an_integer_to_a_negative_power_is_numpys_error(backend_name):
         np.testing.assert_allclose(np.asarray(got)[n >= 2], want, rtol=1e-12)
     ok = np.array([2, 5, 3, 4])
     _assert_same(batched(ok, x, backend=backend), batched(ok, x, dry_run=True))
+
+
+@backends.backend_param
+def test_an_integer_to_a_negative_power_in_a_plain_helper_is_numpys_error(backend_name):
+    """``np.power(n, k)``, ``n ** k``, ``pow(n, k)`` inside plain helpers with ``k < 0``:
+    JAX gave a wrong number silently, TensorFlow a graph error naming no line of
+    yours. Now NumPy's ValueError on every backend, naming the helper's line (JAX,
+    TensorFlow; on NumPy and Torch the traceback's) and the batched function's call."""
+    function = src.integer_powers_in_plain_helpers
+    n, x = np.array([3, 1, 0, 7]), INPUTS["x"]
+    with pytest.raises(ValueError):
+        function(n[1], x[1])
+    batched = pcbatch.Context().batch(function)
+    backend = backends.backend(backend_name)
+    with pytest.raises(ValueError, match="negative integer powers") as info:
+        batched(n, x, backend=backend)
+    text = " ".join([str(info.value), *getattr(info.value, "__notes__", [])])
+    call = f"{src.__file__}:{inspect.getsourcelines(function)[1] + 3}"
+    assert call in text, text
+    ok = np.array([2, 5, 3, 4])
+    _assert_same(batched(ok, x, backend=backend), batched(ok, x, dry_run=True))
+    if backend_name in backends.EAGER_NAMES:
+        return  # NumPy's own error, raised at once (with return_status too)
+    helper = f"{src.__file__}:{inspect.getsourcelines(src.power_of)[1] + 1}"
+    assert helper in text, text
+    results, status = batched(n, x, backend=backend, return_status=True)
+    failed = np.asarray(status) == pcbatch.LaneStatus.ERROR
+    np.testing.assert_array_equal(failed, n < 2)
+    expected = _per_example(function, [n[n >= 2], x[n >= 2]])
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(np.asarray(got)[n >= 2], want, rtol=1e-12)
 
 
 @backends.backend_param
