@@ -239,6 +239,10 @@ class IntPowerGuard:
     graph error. Raised at once on NumPy, after the run on staged backends (as
     `IntConversionGuard`)."""
 
+    #: returns its input 1, the exponent: a literal's stays a weak Python int, so
+    #: ``f ** 2`` of a float32 ``f`` is float32 (type inference)
+    passes_through = 1
+
     def __init__(self, where: str):
         self.where = where
         self.__name__ = "int_power_guard"

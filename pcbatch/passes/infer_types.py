@@ -567,6 +567,9 @@ def with_weak_results(op: PrimOp, in_types: Sequence[Type], result: Type) -> Typ
     # a literal's (`FunctionBuilder.const`), or a function's that always gives Python
     # scalars (`runtime.python_int`)
     weak = getattr(op.function, "weak_results", None)
+    passed = getattr(op.function, "passes_through", None)
+    if passed is not None:  # returns its input ``passed``: weak as that is
+        weak = map_pattern(is_weak, in_types[passed].tensors)
     if weak is None and op.per_example:
         weak = _python_scalar_results(op, in_types)
     if weak is None:

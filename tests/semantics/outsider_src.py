@@ -671,6 +671,42 @@ def clip_with_bounds_out_of_range(i8):
     return np.clip(i8, -300, 300), np.clip(i8, lo, 3), np.clip(i8.astype(np.uint8), -1, 7)
 
 
+# -- weak Python scalars beside narrow dtypes (also inside jax.jit, tf.function, vmap) --
+
+
+def weak_accumulator_of_float32(f):
+    acc = 0.0
+    for i in range(3):
+        acc = acc + f * i
+    return acc
+
+
+def uint8_plus_a_counter(u8):
+    x = u8[0]
+    for i in range(50):
+        x = x + i
+    return x
+
+
+def int16_with_a_while_counter(i16):
+    x = i16[0]
+    k = 0
+    while k < 5:
+        x = x * 3 + k
+        k = k + 1
+    return x, k
+
+
+def int8_abs_and_negation(i8):
+    return abs(i8), -i8, i8 // 2, i8 + 1
+
+
+def mixed_literals_with_float32(f):
+    """``f ** 2`` of a float32 ``f`` is float32 (it was float64 on every backend)."""
+    k = 2
+    return f * 2 + 1, 3 * f - 0.5, (f + 1) / 2, f ** 2, f ** k, 1 + 2.5 * f, f > 1
+
+
 def string_default(x, mode="fast"):
     if mode == "fast":
         return x * 2

@@ -50,7 +50,8 @@ keyword_only_helper star_args_helper lambda_helper reduce_with_operator
 comprehension_then_array square_root_by_power bit_operations mixed_number_max
 value_or_default round_to_tens bool_of_nan_float while_with_two_exits ternary_on_int_zero
 nested_ternary powers_past_the_bit_width_in_helpers where_with_ints_out_of_range
-clip_with_bounds_out_of_range""".split()  # noqa: SIM905
+clip_with_bounds_out_of_range weak_accumulator_of_float32 uint8_plus_a_counter
+int16_with_a_while_counter int8_abs_and_negation mixed_literals_with_float32""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
