@@ -87,7 +87,6 @@ def test_under_jax_vmap(name, jax_x64):
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_inside_tf_function(name, jit_compile):
     tf = pytest.importorskip("tensorflow")
-    from pcbatch.backends.tensorflow import TensorFlowBackend
 
     function = getattr(src, name)
     batched = pcbatch.Context().batch(function)
