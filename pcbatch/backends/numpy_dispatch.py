@@ -512,14 +512,27 @@ def _mixing_advice(error: Exception) -> str | None:
     )
 
 
+def _as_numpy_scalars(results):
+    """A Python number among a primitive's results as NumPy holds it (``2.6`` float64,
+    ``3`` int64): TensorFlow would make it float32 (int32), and a float64 result
+    would then hold 2.5999999046 (``return n * 2, 2.6``)."""
+    if is_pattern_node(results):
+        return rebuild(results, [_as_numpy_scalars(r) for r in results])
+    if isinstance(results, (int, float, complex)) and not isinstance(results, bool):
+        return np.asarray(results)
+    return results
+
+
 def adapt(function: Callable, namespace: str) -> Callable:
     """``function`` (written with NumPy) applied to arrays of the library ``namespace``."""
     xp = importlib.import_module(namespace)
     register_with_jax()
 
+    as_stored = _as_numpy_scalars if namespace == _TF_NUMPY else (lambda results: results)
+
     def adapted(*args):
         try:
-            return unwrap(function(*wrap(args, xp)))
+            return as_stored(unwrap(function(*wrap(args, xp))))
         except (ValueError, TypeError, NotImplementedError) as e:
             advice = _mixing_advice(e)
             if advice is None:

@@ -331,5 +331,30 @@ def weak_ufunc(view, ufunc, method, inputs, kwargs):
     """``view.__array_ufunc__`` on operands some of which are weak: NEP 50 first, then
     the ufunc; a result between weak operands is weak."""
     inputs, weak_result = weak_operands(ufunc.__name__, inputs)
+    if weak_result and ufunc.__name__ in _DIVISIONS and len(inputs) == 2:
+        inputs = _python_division(*inputs)
     result = view.__array_ufunc__(ufunc, method, *inputs, **kwargs)
     return weakened(result) if weak_result else result
+
+
+#: ufuncs that Python's ``/``, ``//``, ``%``, ``divmod`` run as
+_DIVISIONS = frozenset({"divide", "true_divide", "floor_divide", "remainder", "divmod"})
+
+
+def _python_division(dividend, divisor) -> tuple:
+    """Python numbers divided (weak operands only): Python raises ZeroDivisionError for a
+    zero divisor where NumPy gives inf or 0. On the eager machines (a view holding the
+    active examples) it raises at once; a compiled machine's probe notes the examples
+    (`weak.note_fault`), which divide by 1 meanwhile and fail after the run."""
+    from pcbatch.backends import weak
+
+    if not isinstance(divisor, PerExampleValue):
+        return dividend, divisor  # a literal: Python's own division raises for 0
+    zero = divisor == 0
+    data = getattr(zero, "data", None)
+    if data is not None:  # NumPy, Torch: the active examples' values
+        if bool(data.any()):
+            raise weak.zero_division_error(weak.user_line())
+        return dividend, divisor
+    weak.note_fault(zero.value, zero.xp, weak.ZERO_DIVISION)
+    return dividend, np.where(zero, np.ones_like(divisor), divisor)

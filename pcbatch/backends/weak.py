@@ -103,7 +103,7 @@ def _marking(
 # arithmetic with the primitive's own.
 
 #: the kinds of `note_fault`
-OVERFLOW, NEGATIVE_POWER = "overflow", "negative power"
+OVERFLOW, NEGATIVE_POWER, ZERO_DIVISION = "overflow", "negative power", "zero division"
 
 _PROBE = threading.local()
 
@@ -148,7 +148,7 @@ def note_fault(flag: Any, xp, kind: str) -> None:
         return
     flags.append((flag, xp))
     if kind not in flags.kinds:
-        flags.kinds[kind] = None if kind == OVERFLOW else _user_line()
+        flags.kinds[kind] = None if kind == OVERFLOW else user_line(3)
 
 
 def note_conversion(value: Any, dtype: Any, xp) -> None:
@@ -186,7 +186,7 @@ def overflow_probe(marked: Callable) -> Callable:
     return probe
 
 
-def _user_line() -> str | None:
+def user_line(depth: int = 2) -> str | None:
     """``file:line in function`` of the innermost caller outside pcbatch, the array
     libraries and the standard library's wrappers: the user's line that is running (a
     plain helper's)."""
@@ -198,11 +198,14 @@ def _user_line() -> str | None:
         for module in map(sys.modules.get, _LIBRARIES)
         if getattr(module, "__file__", None)
     )
-    frame = sys._getframe(2)
+    frame = sys._getframe(depth)
     while frame is not None:
         name = frame.f_code.co_filename
         if not name.startswith(libraries) and not name.endswith(_WRAPPING_MODULES):
-            return f"{name}:{frame.f_lineno} in {frame.f_code.co_name}"
+            function = frame.f_code.co_name
+            # a line of the batched function itself runs as a compiled lambda
+            suffix = "" if function == "<lambda>" else f" in {function}"
+            return f"{name}:{frame.f_lineno}{suffix}"
         frame = frame.f_back
     return None
 
@@ -231,11 +234,26 @@ def _negative_power_error(where: str | None) -> ValueError:
     ))
 
 
+def zero_division_error(where: str | None) -> ZeroDivisionError:
+    from pcbatch.errors import lane_check_failed
+
+    at = f" (at {where})" if where else ""
+    return lane_check_failed(ZeroDivisionError(
+        f"division by zero{at}: Python raises ZeroDivisionError when both operands are "
+        "Python numbers (a literal, a range() counter, arithmetic on those), as this "
+        "example's are; NumPy would give inf or 0. Test the divisor first "
+        "(a / k if k != 0 else ...)"
+    ))
+
+
+_ERRORS = {NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error}
+
+
 def _check_error(overflow_at: str | None, checks: tuple) -> Exception:
     """The error of a probed primitive; one that may fail in several ways (the probe does
     not say which failed) names them all, with the first's type."""
     errors = [_overflow_error(overflow_at)] if overflow_at is not None else []
-    errors += [_negative_power_error(where) for kind, where in checks if kind == NEGATIVE_POWER]
+    errors += [_ERRORS[kind](where) for kind, where in checks if kind in _ERRORS]
     if len(errors) == 1:
         return errors[0]
     text = "; or ".join(str(e) for e in errors)

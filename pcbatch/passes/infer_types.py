@@ -537,9 +537,8 @@ def with_weak_inputs(op: PrimOp, in_types: Sequence[Type], checks: tuple = ()) -
     which the compiled machines probe for."""
     leaves = [leaf for t in in_types for leaf in flatten(t.tensors)]
     narrowing = any(kind == weak_values.OVERFLOW for kind, _ in checks)
-    others = tuple(  # a plain helper's line, and where the batched function called it
-        (kind, f"{at}, called at {op.loc}" if at and op.loc else at or str(op.loc))
-        for kind, at in checks if kind != weak_values.OVERFLOW
+    others = tuple(
+        (kind, _check_site(at, op.loc)) for kind, at in checks if kind != weak_values.OVERFLOW
     )
     mixed = any(map(is_weak, leaves)) and not all(map(is_weak, leaves))
     if not op.per_example or not (mixed or others):
@@ -548,6 +547,16 @@ def with_weak_inputs(op: PrimOp, in_types: Sequence[Type], checks: tuple = ()) -
     overflow_at = str(op.loc) if mixed and (narrowing or _may_overflow(leaves)) else None
     function = weak_values.with_weak_inputs(op.function, flags, overflow_at, others)
     return dataclasses.replace(op, function=function)
+
+
+def _check_site(at: str | None, loc) -> str:
+    """Where a run-time check noted inside a primitive fails: a plain helper's line and
+    where the batched function called it, or the batched function's own line."""
+    if loc is None or at is None:
+        return at or str(loc)
+    if at.split(" in ")[0] == f"{loc.file}:{loc.line}":
+        return str(loc)
+    return f"{at}, called at {loc}"
 
 
 def _may_overflow(leaves: Sequence) -> bool:

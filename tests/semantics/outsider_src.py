@@ -713,6 +713,131 @@ def string_default(x, mode="fast"):
     return x + 1
 
 
+# -- a third round: defaults, helpers, mixed numbers (issue 24) ---------------------
+
+
+def tuple_default(x, offsets=(1.0, 2.0)):
+    return x + offsets[0] * offsets[1]
+
+
+def array_default_indexed(x, w=np.array([0.5, 0.25])):  # noqa: B008 - what users write
+    return x * w[0] + w[1]
+
+
+def split_parts(x):
+    return x // 1, x % 1
+
+
+def helper_returning_a_tuple(x):
+    whole, frac = split_parts(x)
+    return whole * 2 + frac
+
+
+def max_of_int_and_float(n):
+    return max(n, 2.5), min(n, 1.5), abs(n - 5)
+
+
+def bool_plus_bool(x):
+    return (x > 0) + (x > 1), (x > 0) * 2.5, True + 1, (x > 0) - 0
+
+
+def negative_int_floor_by_float(n):
+    return n // 2.5, n % -1.5, -7 // 2.0, n // -2
+
+
+def float_mod_negatives(x):
+    return x % -2.0, -x % 3, x // -0.75
+
+
+def int_float_comparisons(n, x):
+    return n < x, n == 3.0, n >= x * 2, 3 < x  # noqa: SIM300
+
+
+def augmented_items(x):
+    buf = np.zeros(3)
+    buf[1] += x
+    buf[2] -= 2 * x
+    buf[1] *= 3
+    return buf
+
+
+def float32_constant_cast(f):
+    return np.float32(0.1) + f, f * np.float32(2)
+
+
+def astype_int32_then_divide(x):
+    return (x * 10).astype(np.int32) // 3, x.astype(np.int32) % 4
+
+
+def signs_and_isclose(n, x):
+    return np.sign(n), np.sign(x), np.isclose(x, 2.5), np.isclose(x, -1.5, atol=0.1)
+
+
+def weak_int_division(n):
+    k = 3
+    return k / 2, k // 2, -k // 2, -k % 2, k / 2 * n
+
+
+def int_of_division(n):
+    return int(n / 2), round(n / 3), round(2.567, 1)
+
+
+def nested_while_continue(n):
+    total = 0
+    i = 0
+    while i < 4:
+        i = i + 1
+        if i == 2:
+            continue
+        j = 0
+        while j < i:
+            j = j + 1
+            if j > abs(n):
+                break
+            total = total + j
+    return total
+
+
+def float_sqrt_power(x):
+    return abs(x) ** 0.5, x ** 2.0, 2.0 ** x
+
+
+def weak_float_steps(n):
+    t = 0.0
+    for _ in range(4):
+        t = t + 0.1
+    return t, t * n
+
+
+def chained_mixed(n, x):
+    return 0 <= n < 5 and x > 0
+
+
+def zero_division_of_python_ints(n):
+    """Python numbers divided by zero: Python's ZeroDivisionError (it was inf, silently)."""
+    k = 0
+    for i in range(2):
+        k = k + i - i
+    return n + 1 / k
+
+
+def zero_floor_division_of_python_ints(n):
+    k = 0
+    for i in range(2):
+        k = k * i
+    return n + 7 // k
+
+
+def zero_division_of_a_python_float(n):
+    t = 0.0
+    return n + 1.0 / t
+
+
+def float_literal_beside_a_value(n):
+    """TensorFlow made the literal float32 first: 2.5999999046 in a float64 result."""
+    return n * 2, 2.6, round(2.567, 1)
+
+
 # -- batched functions calling each other ------------------------------------------
 
 ctx = pcbatch.Context()
@@ -742,3 +867,11 @@ def literal_pairs(x, d):
         return 1, x
     k, y = literal_pairs(x, d - 1)
     return 3, y + k
+
+
+@ctx.batch
+def halvings(x, count=0):
+    """Recursion with a default parameter passed by keyword."""
+    if abs(x) < 1.0:
+        return count
+    return halvings(x / 2, count=count + 1)

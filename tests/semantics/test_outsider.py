@@ -51,7 +51,12 @@ comprehension_then_array square_root_by_power bit_operations mixed_number_max
 value_or_default round_to_tens bool_of_nan_float while_with_two_exits ternary_on_int_zero
 nested_ternary powers_past_the_bit_width_in_helpers where_with_ints_out_of_range
 clip_with_bounds_out_of_range weak_accumulator_of_float32 uint8_plus_a_counter
-int16_with_a_while_counter int8_abs_and_negation mixed_literals_with_float32""".split()  # noqa: SIM905
+int16_with_a_while_counter int8_abs_and_negation mixed_literals_with_float32
+tuple_default array_default_indexed helper_returning_a_tuple max_of_int_and_float
+bool_plus_bool negative_int_floor_by_float float_mod_negatives int_float_comparisons
+augmented_items float32_constant_cast astype_int32_then_divide signs_and_isclose
+weak_int_division int_of_division nested_while_continue float_sqrt_power weak_float_steps
+chained_mixed float_literal_beside_a_value""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -81,7 +86,8 @@ REJECTED = {
 
 
 def _arguments(function) -> list:
-    return [INPUTS[name] for name in inspect.signature(function).parameters]
+    parameters = inspect.signature(function).parameters.values()
+    return [INPUTS[p.name] for p in parameters if p.default is inspect.Parameter.empty]
 
 
 def _assert_same(actual, expected) -> None:
@@ -280,6 +286,27 @@ def test_an_integer_to_a_negative_power_in_a_plain_helper_is_numpys_error(backen
         np.testing.assert_allclose(np.asarray(got)[n >= 2], want, rtol=1e-12)
 
 
+#: Python numbers (literals, counters, arithmetic on them) divided by zero: Python's
+#: ZeroDivisionError on every example that divides (it was inf or 0, silently)
+ZERO_DIVISIONS = ["zero_division_of_python_ints", "zero_floor_division_of_python_ints",
+                  "zero_division_of_a_python_float"]
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ZERO_DIVISIONS)
+def test_python_numbers_divided_by_zero_raise_zero_division_error(name, backend_name):
+    function = getattr(src, name)
+    args = _arguments(function)
+    with pytest.raises(ZeroDivisionError):
+        function(*(a[0] for a in args))
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(ZeroDivisionError, match="Test the divisor first") as info:
+        batched(*args, backend=backends.backend(backend_name))
+    body = inspect.getsourcelines(function)[1]
+    lines = [f"{src.__file__}:{body + k}" for k in range(1, 8)]
+    assert any(line in str(info.value) for line in lines), str(info.value)
+
+
 @backends.backend_param
 def test_a_string_default_is_refused_at_the_call(backend_name):
     batched = pcbatch.Context().batch(src.string_default)
@@ -308,6 +335,7 @@ CALLS = [
     ("calls_with_keywords", (1.5, 3)),  # Python numbers: a batch of one
     ("calls_with_keywords", (np.array([1.5]), np.array([3]))),  # a batch of one
     ("calls_with_keywords", (np.zeros(0), np.zeros(0, np.int64))),  # an empty batch
+    ("halvings", (INPUTS["x"] * 7,)),
 ]
 
 
