@@ -266,7 +266,9 @@ class IntPowerGuard:
 
         return lane_check_failed(ValueError(
             f"Integers to negative integer powers are not allowed (at {self.where}), as "
-            "NumPy says for each example: make the base a float (2.0 ** n, n.astype(float))"
+            "NumPy says for each example (of two Python ints Python gives a float, which "
+            "a batch of integers cannot hold): make the base a float (2.0 ** n, "
+            "n.astype(float))"
         ))
 
     def for_backend(self, backend):

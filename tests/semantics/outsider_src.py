@@ -838,6 +838,53 @@ def float_literal_beside_a_value(n):
     return n * 2, 2.6, round(2.567, 1)
 
 
+def float_of_a_string(x):
+    best = float("inf")
+    if x < best:
+        best = x
+    return best, float("-inf") < x
+
+
+def sum_of_a_list(x):
+    """A list of values given to np.mean, np.max: JAX and TensorFlow failed there."""
+    return sum([x, 2 * x, 3]), np.mean([x, 1.0]), np.max([x, -x])
+
+
+def slices(v):
+    return v[-1], v[::-1], v[1:].sum(), v[:2] * 2
+
+
+def arange_times(x):
+    return np.arange(3) * x, np.linspace(0.0, 1.0, 3) + x
+
+
+def int_power_half(n):
+    return abs(n) ** 0.5, n ** 2.0, float(n) ** 2
+
+
+def weak_divmod(n):
+    q, r = divmod(-7, 2)
+    return q * n, r, abs(-3) + n, int(-2.5) + n
+
+
+def min_with_zero(x):
+    return min(x, 0), max(0, x), min(x, 0.0) * 2
+
+
+def comparisons_with_inf(x):
+    return x < math.inf, x > -math.inf, math.isinf(math.inf)
+
+
+def tuple_of_mixed_return(n, x):
+    if n > 0:
+        return n, x
+    return 0, 0.0
+
+
+def bool_sum(b):
+    return b + b, b * 3, sum([b, True, False])
+
+
 # -- batched functions calling each other ------------------------------------------
 
 ctx = pcbatch.Context()

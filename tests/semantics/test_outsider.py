@@ -56,7 +56,9 @@ tuple_default array_default_indexed helper_returning_a_tuple max_of_int_and_floa
 bool_plus_bool negative_int_floor_by_float float_mod_negatives int_float_comparisons
 augmented_items float32_constant_cast astype_int32_then_divide signs_and_isclose
 weak_int_division int_of_division nested_while_continue float_sqrt_power weak_float_steps
-chained_mixed float_literal_beside_a_value""".split()  # noqa: SIM905
+chained_mixed float_literal_beside_a_value float_of_a_string sum_of_a_list slices
+arange_times int_power_half weak_divmod min_with_zero comparisons_with_inf
+tuple_of_mixed_return bool_sum""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
