@@ -288,6 +288,17 @@ def test_an_integer_to_a_negative_power_in_a_plain_helper_is_numpys_error(backen
         np.testing.assert_allclose(np.asarray(got)[n >= 2], want, rtol=1e-12)
 
 
+@backends.backend_param
+def test_a_float_literal_beside_a_value_keeps_its_float64_value(backend_name):
+    """``return n * 2, 2.6``: TensorFlow made the 2.6 float32 first (2.5999999046)."""
+    function = src.float_literal_beside_a_value
+    batched = pcbatch.Context().batch(function)
+    n = INPUTS["n"]
+    actual = batched(n, backend=backends.backend(backend_name))
+    _assert_same(actual, batched(n, dry_run=True))
+    np.testing.assert_array_equal(np.asarray(actual[1]), np.full(len(n), 2.6))
+
+
 #: Python numbers (literals, counters, arithmetic on them) divided by zero: Python's
 #: ZeroDivisionError on every example that divides (it was inf or 0, silently)
 ZERO_DIVISIONS = ["zero_division_of_python_ints", "zero_floor_division_of_python_ints",
