@@ -355,6 +355,7 @@ def _python_division(dividend, divisor) -> tuple:
     if data is not None:  # NumPy, Torch: the active examples' values
         if bool(data.any()):
             raise weak.zero_division_error(weak.user_line())
+        weak.note_fault(data, None, weak.ZERO_DIVISION)  # for type inference: it divides
         return dividend, divisor
     weak.note_fault(zero.value, zero.xp, weak.ZERO_DIVISION)
     return dividend, np.where(zero, np.ones_like(divisor), divisor)

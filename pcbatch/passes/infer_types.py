@@ -293,7 +293,7 @@ class _Inference:
         known = getattr(op.function, "result_type", None)  # e.g. a host callback's
         if known is not None:
             return known
-        result = self.result_type(with_weak_inputs(op, in_types), in_types)
+        result = self.result_type(with_weak_inputs(op, in_types, noting=True), in_types)
         return self.stored_as_python(with_weak_results(op, in_types, result))
 
     def stored_as_python(self, result: Type) -> Type:
@@ -530,20 +530,27 @@ def _literal_does_not_fit(value, loc, var: str, t: TensorType) -> TypeInferenceE
     )
 
 
-def with_weak_inputs(op: PrimOp, in_types: Sequence[Type], checks: tuple = ()) -> PrimOp:
+def with_weak_inputs(
+    op: PrimOp, in_types: Sequence[Type], checks: tuple = (), noting: bool = False
+) -> PrimOp:
     """``op``, marking its weak inputs where it also reads strong ones (a per-example
-    primitive: the frontend's expressions); weak values alone compute as Python's.
+    primitive: the frontend's expressions); weak values alone compute as Python's,
+    unmarked, unless they divide (Python's ZeroDivisionError: `per_example.weak_ufunc`).
     ``checks``: the run-time checks type inference saw it note (`weak_values.Faults`),
-    which the compiled machines probe for."""
+    which the compiled machines probe for; ``noting``: type inference's run, which marks
+    weak values alone too, to see whether they divide."""
     leaves = [leaf for t in in_types for leaf in flatten(t.tensors)]
     narrowing = any(kind == weak_values.OVERFLOW for kind, _ in checks)
     others = tuple(
         (kind, _check_site(at, op.loc)) for kind, at in checks if kind != weak_values.OVERFLOW
     )
-    mixed = any(map(is_weak, leaves)) and not all(map(is_weak, leaves))
-    if not op.per_example or not (mixed or others):
+    any_weak = any(map(is_weak, leaves))
+    mixed = any_weak and not all(map(is_weak, leaves))
+    divides = any(kind == weak_values.ZERO_DIVISION for kind, _ in checks)
+    marks = mixed or (any_weak and (noting or divides))
+    if not op.per_example or not (marks or others):
         return op
-    flags = [map_pattern(is_weak if mixed else lambda _: False, t.tensors) for t in in_types]
+    flags = [map_pattern(is_weak if marks else lambda _: False, t.tensors) for t in in_types]
     overflow_at = str(op.loc) if mixed and (narrowing or _may_overflow(leaves)) else None
     function = weak_values.with_weak_inputs(op.function, flags, overflow_at, others)
     return dataclasses.replace(op, function=function)

@@ -885,6 +885,27 @@ def bool_sum(b):
     return b + b, b * 3, sum([b, True, False])
 
 
+def rate_of_python_counters(n):
+    """Python ints alone divided: Python's ZeroDivisionError where no trial ran."""
+    hits = 0
+    trials = 0
+    for i in range(abs(n)):
+        trials = trials + 1
+        if i % 2 == 0:
+            hits = hits + 1
+    return hits / trials
+
+
+def rate_or_zero(n):
+    hits = 0
+    trials = 0
+    for i in range(abs(n)):
+        trials = trials + 1
+        if i % 2 == 0:
+            hits = hits + 1
+    return hits / trials if trials > 0 else 0.0
+
+
 # -- batched functions calling each other ------------------------------------------
 
 ctx = pcbatch.Context()

@@ -58,7 +58,7 @@ augmented_items float32_constant_cast astype_int32_then_divide signs_and_isclose
 weak_int_division int_of_division nested_while_continue float_sqrt_power weak_float_steps
 chained_mixed float_literal_beside_a_value float_of_a_string sum_of_a_list slices
 arange_times int_power_half weak_divmod min_with_zero comparisons_with_inf
-tuple_of_mixed_return bool_sum""".split()  # noqa: SIM905
+tuple_of_mixed_return bool_sum rate_or_zero""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -302,7 +302,7 @@ def test_a_float_literal_beside_a_value_keeps_its_float64_value(backend_name):
 #: Python numbers (literals, counters, arithmetic on them) divided by zero: Python's
 #: ZeroDivisionError on every example that divides (it was inf or 0, silently)
 ZERO_DIVISIONS = ["zero_division_of_python_ints", "zero_floor_division_of_python_ints",
-                  "zero_division_of_a_python_float"]
+                  "zero_division_of_a_python_float", "rate_of_python_counters"]
 
 
 @backends.backend_param
@@ -310,13 +310,13 @@ ZERO_DIVISIONS = ["zero_division_of_python_ints", "zero_floor_division_of_python
 def test_python_numbers_divided_by_zero_raise_zero_division_error(name, backend_name):
     function = getattr(src, name)
     args = _arguments(function)
-    with pytest.raises(ZeroDivisionError):
-        function(*(a[0] for a in args))
+    with pytest.raises(ZeroDivisionError):  # Python's verdict on the third example
+        function(*(a[2] for a in args))
     batched = pcbatch.Context().batch(function)
     with pytest.raises(ZeroDivisionError, match="Test the divisor first") as info:
         batched(*args, backend=backends.backend(backend_name))
     body = inspect.getsourcelines(function)[1]
-    lines = [f"{src.__file__}:{body + k}" for k in range(1, 8)]
+    lines = [f"{src.__file__}:{body + k}" for k in range(1, 10)]
     assert any(line in str(info.value) for line in lines), str(info.value)
 
 
