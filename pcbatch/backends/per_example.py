@@ -263,7 +263,7 @@ def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
     would raise for every such int. A weak value (a Python int per example) is a
     bound of np.clip saturated so; np.where's converts wrapping (`weak_operands`).
     Returns ``(args, kwargs)``."""
-    kwargs = dict(kwargs)
+    given, kwargs = kwargs, dict(kwargs)
     values = list(args[1:] if func is np.where else args)
     bounds = {"a_min": 1, "min": 1, "a_max": 2, "max": 2}
     for key, position in bounds.items():
@@ -272,10 +272,10 @@ def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
             values[position] = kwargs.pop(key)
     ints = [_is_python_int(v) or _is_weak_int(v) for v in values]
     if not any(ints) or any(isinstance(v, float) for v in values):
-        return args, kwargs
+        return args, given  # nothing to fit: as called
     dtypes = [_dtype(v) for v, i in zip(values, ints) if v is not None and not i]
     if None in dtypes or not dtypes or np.result_type(*dtypes).kind not in "iu":
-        return args, kwargs
+        return args, given  # nothing to fit: as called
     info = np.iinfo(np.result_type(*dtypes))
     fitted = []
     for position, v in enumerate(values):

@@ -707,6 +707,11 @@ def mixed_literals_with_float32(f):
     return f * 2 + 1, 3 * f - 0.5, (f + 1) / 2, f ** 2, f ** k, 1 + 2.5 * f, f > 1
 
 
+def clip_with_keyword_bounds(x, i8):
+    """Bounds by keyword (a_min=, a_max=): one out of int8's range on its own side."""
+    return np.clip(x, a_min=-1.0, a_max=1.0), np.clip(i8, a_min=-300, a_max=3), np.clip(x, None, 0)
+
+
 def string_default(x, mode="fast"):
     if mode == "fast":
         return x * 2

@@ -299,6 +299,17 @@ def test_a_float_literal_beside_a_value_keeps_its_float64_value(backend_name):
     np.testing.assert_array_equal(np.asarray(actual[1]), np.full(len(n), 2.6))
 
 
+@backends.backend_param
+def test_clip_bounds_by_keyword(backend_name):
+    """``np.clip(x, a_min=..., a_max=...)``: fitting out-of-range int bounds once dropped
+    keyword bounds of floats (the corpus caught it); every backend, dry_run's values."""
+    function = src.clip_with_keyword_bounds
+    batched = pcbatch.Context().batch(function)
+    args = _arguments(function)
+    actual = batched(*args, backend=backends.backend(backend_name))
+    _assert_same(actual, batched(*args, dry_run=True))
+
+
 #: Python numbers (literals, counters, arithmetic on them) divided by zero: Python's
 #: ZeroDivisionError on every example that divides (it was inf or 0, silently)
 ZERO_DIVISIONS = ["zero_division_of_python_ints", "zero_floor_division_of_python_ints",
