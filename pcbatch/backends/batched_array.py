@@ -71,8 +71,8 @@ class BatchedArray(BatchedView):
     def as_weak(self) -> BatchedArray:
         return WeakBatchedArray(self.data)
 
-    def converted(self, dtype: np.dtype) -> BatchedArray:
-        if dtype.kind in "iu" and self.data.dtype.kind in "iu" and self.data.size:
+    def converted(self, dtype: np.dtype, wrap: bool = False) -> BatchedArray:
+        if dtype.kind in "iu" and self.data.dtype.kind in "iu" and self.data.size and not wrap:
             per_example.check_int_range(self.data, dtype)
         return BatchedArray(self.data.astype(dtype))
 
@@ -372,6 +372,8 @@ def _argreduction(func, args, kwargs):
 def _elementwise(func, args, kwargs):
     if any(isinstance(v, BatchedArray) for v in kwargs.values()):
         return NotImplemented
+    if func in (np.where, np.clip):
+        args, kwargs = per_example.fitted_ints(func, args, kwargs)
     if any(type(v) is WeakBatchedArray for v in args):
         # np.where's condition says nothing about the values' dtype
         values = args[1:] if func is np.where else args

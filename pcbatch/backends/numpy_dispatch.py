@@ -20,6 +20,7 @@ import numpy as np
 
 from pcbatch.backends.per_example import (
     PerExampleValue,
+    fitted_ints,
     one_shape_argument,
     weak_operands,
     weak_ufunc,
@@ -73,10 +74,11 @@ class Dispatched(PerExampleValue):
     def as_strong(self) -> Dispatched:
         return Dispatched(self.value, self.xp)
 
-    def converted(self, dtype: np.dtype) -> Dispatched:
+    def converted(self, dtype: np.dtype, wrap: bool = False) -> Dispatched:
         from pcbatch.backends import weak
 
-        weak.note_conversion(self.value, dtype, self.xp)
+        if not wrap:
+            weak.note_conversion(self.value, dtype, self.xp)
         return Dispatched(self.xp.asarray(self.value, dtype=dtype), self.xp)
 
     # A batched value cannot become one Python value; these work on concrete values
@@ -164,9 +166,11 @@ class Dispatched(PerExampleValue):
             inputs = _float_division(inputs, self.xp)
         if ufunc.__name__ in _COMPARISONS:
             inputs = _exact_int_comparison(inputs, self.xp)
-        if ufunc is np.power and self.xp.__name__ == _JAX_NUMPY:
-            function = _jax_power
-        return self._wrap(function(*_weak_scalars(inputs), **unwrap(kwargs)))
+        inputs = _weak_scalars(inputs)
+        if ufunc is np.power:
+            function = _jax_power if self.xp.__name__ == _JAX_NUMPY else function
+            inputs = _checked_exponent(*inputs, xp=self.xp)
+        return self._wrap(function(*inputs, **unwrap(kwargs)))
 
     def __array_function__(self, func, types, args, kwargs):
         target = _counterpart(func, self.xp)
@@ -176,6 +180,8 @@ class Dispatched(PerExampleValue):
                 f"{self.xp.__name__}; use a function it provides"
             )
         renamed = _RENAMED.get(self.xp.__name__, {})
+        if func in (np.where, np.clip):
+            args, kwargs = fitted_ints(func, args, kwargs)
         kwargs = {renamed.get((func.__name__, k), k): v for k, v in kwargs.items()}
         weak_result = False
         if func in (np.where, np.clip) and any(type(x) is WeakDispatched for x in args):
@@ -296,6 +302,32 @@ def _exact_int_comparison(inputs: tuple, xp) -> tuple:
     if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in ints for d in kinds):
         return inputs
     return tuple(xp.asarray(x, dtype=np.int64) if _is_foreign_array(x) else x for x in inputs)
+
+
+def _checked_exponent(base, exponent, xp) -> tuple:
+    """``(base, exponent)`` of NumPy's integer power, checked: NumPy raises ValueError for
+    an integer to a negative integer power, which JAX computes a wrong number for and
+    TensorFlow's kernel fails the whole run on. The examples that do it are noted for the
+    compiled machine's probe (`weak.note_fault`: they stop, and the error names the
+    line after the run), and computed with exponent 0 meanwhile."""
+    dtypes = [np.dtype(getattr(d, "as_numpy_dtype", d)) for d in map(_dtype_of, (base, exponent))]
+    if not all(d is not None and d.kind in "iub" for d in dtypes):
+        return base, exponent
+    from pcbatch.backends import weak
+
+    fixed = not _is_foreign_array(exponent)
+    if fixed and np.all(np.asarray(exponent) >= 0):
+        return base, exponent  # ``n ** 2``: nothing to check
+    negative = xp.less(exponent, 0)
+    # over the base too: a fixed exponent's flag says nothing of the example
+    weak.note_fault(xp.logical_or(negative, xp.not_equal(base, base)), xp, weak.NEGATIVE_POWER)
+    return base, xp.where(negative, xp.zeros_like(exponent), exponent)
+
+
+def _dtype_of(x):
+    if isinstance(x, (bool, int)):
+        return np.dtype(bool) if isinstance(x, bool) else np.dtype(int)
+    return getattr(x, "dtype", None)
 
 
 def _jax_power(base, exponent, **kwargs):
@@ -480,14 +512,27 @@ def _mixing_advice(error: Exception) -> str | None:
     )
 
 
+def _as_numpy_scalars(results):
+    """A Python number among a primitive's results as NumPy holds it (``2.6`` float64,
+    ``3`` int64): TensorFlow would make it float32 (int32), and a float64 result
+    would then hold 2.5999999046 (``return n * 2, 2.6``)."""
+    if is_pattern_node(results):
+        return rebuild(results, [_as_numpy_scalars(r) for r in results])
+    if isinstance(results, (int, float, complex)) and not isinstance(results, bool):
+        return np.asarray(results)
+    return results
+
+
 def adapt(function: Callable, namespace: str) -> Callable:
     """``function`` (written with NumPy) applied to arrays of the library ``namespace``."""
     xp = importlib.import_module(namespace)
     register_with_jax()
 
+    as_stored = _as_numpy_scalars if namespace == _TF_NUMPY else (lambda results: results)
+
     def adapted(*args):
         try:
-            return unwrap(function(*wrap(args, xp)))
+            return as_stored(unwrap(function(*wrap(args, xp))))
         except (ValueError, TypeError, NotImplementedError) as e:
             advice = _mixing_advice(e)
             if advice is None:

@@ -101,9 +101,10 @@ class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
         """This value without the weak mark."""
         raise NotImplementedError
 
-    def converted(self, dtype: np.dtype) -> PerExampleValue:
+    def converted(self, dtype: np.dtype, wrap: bool = False) -> PerExampleValue:
         """This weak value as NumPy converts each example's Python scalar to ``dtype``
-        beside an array of that dtype (a strong value)."""
+        beside an array of that dtype (a strong value); an int out of its range is
+        NumPy 2's OverflowError, or with ``wrap`` wraps (np.where's unsafe cast)."""
         raise NotImplementedError
 
 
@@ -253,6 +254,55 @@ def check_int_range(data: Any, dtype: np.dtype) -> None:
         )
 
 
+def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
+    """``np.where``'s and ``np.clip``'s Python int operands as NumPy 2 reads them beside
+    integer arrays whose dtype cannot hold them: np.where casts them unsafely
+    (``np.where(c, int8_x, 300)`` is 44 where ``c`` is false), np.clip ignores a bound
+    past the dtype's range on its own side (``np.clip(int8_x, -300, 300)`` is ``x``;
+    ``np.clip(int8_x, 300, 400)`` stays NumPy's OverflowError). The other libraries
+    would raise for every such int. A weak value (a Python int per example) is a
+    bound of np.clip saturated so; np.where's converts wrapping (`weak_operands`).
+    Returns ``(args, kwargs)``."""
+    given, kwargs = kwargs, dict(kwargs)
+    values = list(args[1:] if func is np.where else args)
+    bounds = {"a_min": 1, "min": 1, "a_max": 2, "max": 2}
+    for key, position in bounds.items():
+        if func is np.clip and key in kwargs:
+            values += [None] * (position + 1 - len(values))
+            values[position] = kwargs.pop(key)
+    ints = [_is_python_int(v) or _is_weak_int(v) for v in values]
+    if not any(ints) or any(isinstance(v, float) for v in values):
+        return args, given  # nothing to fit: as called
+    dtypes = [_dtype(v) for v, i in zip(values, ints) if v is not None and not i]
+    if None in dtypes or not dtypes or np.result_type(*dtypes).kind not in "iu":
+        return args, given  # nothing to fit: as called
+    info = np.iinfo(np.result_type(*dtypes))
+    fitted = []
+    for position, v in enumerate(values):
+        if _is_python_int(v) and not info.min <= v <= info.max:
+            if func is np.where:
+                v = np.asarray(v).astype(np.result_type(*dtypes))  # wraps, as NumPy
+            elif position == 1 and v < info.min or position == 2 and v > info.max:
+                v = info.min if position == 1 else info.max
+        elif _is_weak_int(v) and func is np.clip and position in (1, 2):
+            v = np.maximum(v, info.min) if position == 1 else np.minimum(v, info.max)
+        fitted.append(v)
+    return ((args[0], *fitted) if func is np.where else tuple(fitted)), kwargs
+
+
+def _is_python_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, (bool, np.generic))
+
+
+def _is_weak_int(v) -> bool:
+    return _is_weak(v) and v.dtype.kind in "iu"
+
+
+def _dtype(v):
+    dtype = getattr(v, "dtype", None)
+    return None if dtype is None else np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+
+
 def weak_operands(name: str, inputs) -> tuple:
     """NEP 50 on a ufunc's (or np.where's, np.clip's) operands: each weak view converted
     as NumPy converts a Python scalar beside them (`PerExampleValue.converted`) or, where
@@ -261,7 +311,7 @@ def weak_operands(name: str, inputs) -> tuple:
     from pcbatch.backends import weak
 
     inputs, weak_result = weak.convert_operands(
-        name, tuple(inputs), lambda x, dtype: x.converted(np.dtype(dtype))
+        name, tuple(inputs), lambda x, dtype: x.converted(np.dtype(dtype), name == "where")
     )
     return tuple(x.as_strong() if _is_weak(x) else x for x in inputs), weak_result
 
@@ -281,5 +331,31 @@ def weak_ufunc(view, ufunc, method, inputs, kwargs):
     """``view.__array_ufunc__`` on operands some of which are weak: NEP 50 first, then
     the ufunc; a result between weak operands is weak."""
     inputs, weak_result = weak_operands(ufunc.__name__, inputs)
+    if weak_result and ufunc.__name__ in _DIVISIONS and len(inputs) == 2:
+        inputs = _python_division(*inputs)
     result = view.__array_ufunc__(ufunc, method, *inputs, **kwargs)
     return weakened(result) if weak_result else result
+
+
+#: ufuncs that Python's ``/``, ``//``, ``%``, ``divmod`` run as
+_DIVISIONS = frozenset({"divide", "true_divide", "floor_divide", "remainder", "divmod"})
+
+
+def _python_division(dividend, divisor) -> tuple:
+    """Python numbers divided (weak operands only): Python raises ZeroDivisionError for a
+    zero divisor where NumPy gives inf or 0. On the eager machines (a view holding the
+    active examples) it raises at once; a compiled machine's probe notes the examples
+    (`weak.note_fault`), which divide by 1 meanwhile and fail after the run."""
+    from pcbatch.backends import weak
+
+    if not isinstance(divisor, PerExampleValue):
+        return dividend, divisor  # a literal: Python's own division raises for 0
+    zero = divisor == 0
+    data = getattr(zero, "data", None)
+    if data is not None:  # NumPy, Torch: the active examples' values
+        if bool(data.any()):
+            raise weak.zero_division_error(weak.user_line())
+        weak.note_fault(data, None, weak.ZERO_DIVISION)  # for type inference: it divides
+        return dividend, divisor
+    weak.note_fault(zero.value, zero.xp, weak.ZERO_DIVISION)
+    return dividend, np.where(zero, np.ones_like(divisor), divisor)

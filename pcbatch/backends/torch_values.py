@@ -90,9 +90,9 @@ class TorchBatched(BatchedView):
     def as_weak(self) -> TorchBatched:
         return WeakTorchBatched(self.data)
 
-    def converted(self, dtype: np.dtype) -> TorchBatched:
+    def converted(self, dtype: np.dtype, wrap: bool = False) -> TorchBatched:
         data = self.data
-        if dtype.kind in "iu" and not data.is_floating_point() and data.numel():
+        if dtype.kind in "iu" and not data.is_floating_point() and data.numel() and not wrap:
             per_example.check_int_range(data, dtype)
         return TorchBatched(data.to(_torch(dtype)))
 
@@ -681,6 +681,7 @@ def _weak_converted(func, values):
 def _where(func, args, kwargs):
     if len(args) != 3 or kwargs:
         raise NotNative("np.where with one argument")  # the indices of true values
+    args, _ = per_example.fitted_ints(func, args, {})
     values, weak_result = _weak_converted(func, args[1:])
     args = (args[0], *values)
     dtype = _numpy_result(func, args, {})
@@ -705,6 +706,7 @@ def _operand(x, aligned, dtype: np.dtype, device) -> torch.Tensor:
 
 
 def _clip(func, args, kwargs):
+    args, kwargs = per_example.fitted_ints(func, args, kwargs)
     lower = kwargs.pop("a_min", kwargs.pop("min", args[1] if len(args) > 1 else None))
     upper = kwargs.pop("a_max", kwargs.pop("max", args[2] if len(args) > 2 else None))
     if kwargs or len(args) > 3:

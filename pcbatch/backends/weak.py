@@ -57,49 +57,70 @@ def mark(x: Any) -> Any:
 _WRAPPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def with_weak_inputs(function: Callable, weak_flags: list, overflow_at: str | None = None):
+def with_weak_inputs(
+    function: Callable, weak_flags: list, overflow_at: str | None = None,
+    checks: tuple = (),
+):
     """A per-example ``function`` whose inputs flagged in ``weak_flags`` (one pattern of
     bools per argument) arrive marked weak. With ``overflow_at`` (where the user wrote
     it), a compiled machine also checks that every weak int it converts fits the array's
-    dtype (`overflow_probe`): NumPy 2 raises OverflowError where one does not."""
+    dtype (`overflow_probe`): NumPy 2 raises OverflowError where one does not.
+    ``checks``: the `Fault` kinds type inference saw the function note, as pairs (kind,
+    where the user wrote it), checked the same way."""
     try:
         by_flags = _WRAPPERS.setdefault(function, {})
     except TypeError:  # not weakly referable: no sharing
         by_flags = {}
-    key = (repr(weak_flags), overflow_at)
+    key = (repr(weak_flags), overflow_at, checks)
     if key not in by_flags:
-        by_flags[key] = _marking(function, weak_flags, overflow_at)
+        by_flags[key] = _marking(function, weak_flags, overflow_at, checks)
     return by_flags[key]
 
 
-def _marking(function: Callable, weak_flags: list, overflow_at: str | None) -> Callable:
+def _marking(
+    function: Callable, weak_flags: list, overflow_at: str | None, checks: tuple
+) -> Callable:
     def marked(*args):
         return function(*(_mark_pattern(a, f) for a, f in zip(args, weak_flags)))
 
     marked.__name__ = getattr(function, "__name__", "primitive")
     marked.weak_flags = weak_flags
     marked.__wrapped__ = function
-    if overflow_at is not None:
+    if overflow_at is not None or any(kind != OVERFLOW for kind, _ in checks):
         marked.faulting_per_example = overflow_probe(marked)
-        marked.error = lambda: _overflow_error(overflow_at)
+        marked.error = lambda: _check_error(overflow_at, checks)
     return marked
 
 
-# -- weak ints out of an array's range, on compiled machines ----------------------------
+# -- run-time checks on compiled machines -----------------------------------------------
 # The NumPy machine runs a block for its active examples only and raises at once
-# (`per_example.check_int_range`). A compiled loop cannot raise: it runs the primitive
-# once more as a probe, which records, per example, whether a conversion of a weak int
-# left the target dtype's range; the machine stops those examples and raises after the
-# run (`pcbatch.vm.staged.faulted_at`). XLA shares the probe's arithmetic with the
-# primitive's own.
+# (`per_example.check_int_range`, NumPy's own errors). A compiled loop cannot raise: it
+# runs the primitive once more as a probe, which records, per example, whether it did
+# what NumPy raises for (`note_fault`): a weak int converted out of the target dtype's
+# range, an integer to a negative integer power (inside a plain helper: the batched
+# function's own ``**`` has `runtime.IntPowerGuard`). The machine stops those examples
+# and raises after the run (`pcbatch.vm.staged.faulted_at`). XLA shares the probe's
+# arithmetic with the primitive's own.
+
+#: the kinds of `note_fault`
+OVERFLOW, NEGATIVE_POWER, ZERO_DIVISION = "overflow", "negative power", "zero division"
 
 _PROBE = threading.local()
 
 
+class Faults(list):
+    """What a probe collected: ``(flag, xp)`` pairs (per element, True where it fails),
+    and ``kinds``: each kind noted, with where the user wrote it (or None)."""
+
+    def __init__(self):
+        super().__init__()
+        self.kinds: dict = {}
+
+
 @contextlib.contextmanager
 def collecting_overflow():
-    """Inside: `note_conversion` appends its flags to the list this yields."""
-    flags: list = []
+    """Inside: `note_conversion` and `note_fault` append to the `Faults` this yields."""
+    flags = Faults()
     previous = getattr(_PROBE, "flags", None)
     _PROBE.flags = flags
     try:
@@ -108,10 +129,31 @@ def collecting_overflow():
         _PROBE.flags = previous
 
 
+@contextlib.contextmanager
+def checked_elsewhere():
+    """Inside: `note_fault` notes nothing (an op the frontend checks with a primitive of
+    its own, `runtime.IntPowerGuard`: a probe would only repeat it)."""
+    previous = getattr(_PROBE, "unchecked", False)
+    _PROBE.unchecked = True
+    try:
+        yield
+    finally:
+        _PROBE.unchecked = previous
+
+
+def note_fault(flag: Any, xp, kind: str) -> None:
+    """Inside a probe: records ``flag`` (True where NumPy would raise), of ``kind``."""
+    flags = getattr(_PROBE, "flags", None)
+    if flags is None or getattr(_PROBE, "unchecked", False):
+        return
+    flags.append((flag, xp))
+    if kind not in flags.kinds:
+        flags.kinds[kind] = None if kind == OVERFLOW else user_line(3)
+
+
 def note_conversion(value: Any, dtype: Any, xp) -> None:
     """Inside a probe: records whether the weak int ``value`` is outside ``dtype``'s range."""
-    flags = getattr(_PROBE, "flags", None)
-    if flags is None:
+    if getattr(_PROBE, "flags", None) is None:
         return
     target = np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
     source = np.dtype(getattr(value.dtype, "as_numpy_dtype", value.dtype))
@@ -121,26 +163,55 @@ def note_conversion(value: Any, dtype: Any, xp) -> None:
     # Only bounds the value's own dtype can pass (a comparison with an int it cannot
     # hold fails to convert on JAX and TensorFlow).
     if wanted.min > held.min:
-        flags.append((xp.less(value, xp.asarray(wanted.min, dtype=source)), xp))
+        note_fault(xp.less(value, xp.asarray(wanted.min, dtype=source)), xp, OVERFLOW)
     if wanted.max < held.max:
-        flags.append((xp.greater(value, xp.asarray(wanted.max, dtype=source)), xp))
+        note_fault(xp.greater(value, xp.asarray(wanted.max, dtype=source)), xp, OVERFLOW)
 
 
 def overflow_probe(marked: Callable) -> Callable:
-    """A per-example function: True where ``marked`` converts a weak int out of range."""
+    """A per-example function: True where ``marked`` does what NumPy raises for."""
 
     def probe(*args):
         with collecting_overflow() as flags:
             marked(*args)
         if not flags:
             return np.asarray(False)
-        any_flag, xp = flags[0]
-        for flag, _ in flags[1:]:
-            any_flag = xp.logical_or(any_flag, flag)
+        any_flag, xp = None, flags[0][1]
+        for flag, _ in flags:  # each over the example's elements
+            flag = xp.any(flag)
+            any_flag = flag if any_flag is None else xp.logical_or(any_flag, flag)
         return any_flag
 
     probe.__name__ = f"{marked.__name__}_overflow_probe"
     return probe
+
+
+def user_line(depth: int = 2) -> str | None:
+    """``file:line in function`` of the innermost caller outside pcbatch, the array
+    libraries and the standard library's wrappers: the user's line that is running (a
+    plain helper's)."""
+    import os
+    import sys
+
+    libraries = tuple(
+        os.path.dirname(module.__file__) + os.sep
+        for module in map(sys.modules.get, _LIBRARIES)
+        if getattr(module, "__file__", None)
+    )
+    frame = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(libraries) and not name.endswith(_WRAPPING_MODULES):
+            function = frame.f_code.co_name
+            # a line of the batched function itself runs as a compiled lambda
+            suffix = "" if function == "<lambda>" else f" in {function}"
+            return f"{name}:{frame.f_lineno}{suffix}"
+        frame = frame.f_back
+    return None
+
+
+_LIBRARIES = ("pcbatch", "numpy", "jax", "jaxlib", "tensorflow", "keras")
+_WRAPPING_MODULES = ("contextlib.py", "functools.py")
 
 
 def _overflow_error(where: str) -> OverflowError:
@@ -151,6 +222,46 @@ def _overflow_error(where: str) -> OverflowError:
         "NumPy 2 raises here too: keep the number in the array's range, or convert the "
         "array first (x.astype(np.int64))"
     ))
+
+
+def _negative_power_error(where: str | None) -> ValueError:
+    from pcbatch.errors import lane_check_failed
+
+    at = f" (at {where})" if where else ""
+    return lane_check_failed(ValueError(
+        f"Integers to negative integer powers are not allowed{at}, as NumPy says for "
+        "each example: make the base a float (2.0 ** n, n.astype(float))"
+    ))
+
+
+def zero_division_error(where: str | None) -> ZeroDivisionError:
+    from pcbatch.errors import lane_check_failed
+
+    at = f" (at {where})" if where else ""
+    return lane_check_failed(ZeroDivisionError(
+        f"division by zero{at}: Python raises ZeroDivisionError when both operands are "
+        "Python numbers (a literal, a range() counter, arithmetic on those), as this "
+        "example's are; NumPy would give inf or 0. Test the divisor first "
+        "(a / k if k != 0 else ...)"
+    ))
+
+
+_ERRORS = {NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error}
+
+
+def _check_error(overflow_at: str | None, checks: tuple) -> Exception:
+    """The error of a probed primitive; one that may fail in several ways (the probe does
+    not say which failed) names them all, with the first's type."""
+    errors = [_overflow_error(overflow_at)] if overflow_at is not None else []
+    errors += [_ERRORS[kind](where) for kind, where in checks if kind in _ERRORS]
+    if len(errors) == 1:
+        return errors[0]
+    text = "; or ".join(str(e) for e in errors)
+    from pcbatch.errors import lane_check_failed
+
+    return lane_check_failed(
+        type(errors[0])(f"one of these (some example failed the check): {text}")
+    )
 
 
 def _mark_pattern(value: Any, flags: Any) -> Any:

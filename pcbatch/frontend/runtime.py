@@ -239,6 +239,10 @@ class IntPowerGuard:
     graph error. Raised at once on NumPy, after the run on staged backends (as
     `IntConversionGuard`)."""
 
+    #: returns its input 1, the exponent: a literal's stays a weak Python int, so
+    #: ``f ** 2`` of a float32 ``f`` is float32 (type inference)
+    passes_through = 1
+
     def __init__(self, where: str):
         self.where = where
         self.__name__ = "int_power_guard"
@@ -262,7 +266,9 @@ class IntPowerGuard:
 
         return lane_check_failed(ValueError(
             f"Integers to negative integer powers are not allowed (at {self.where}), as "
-            "NumPy says for each example: make the base a float (2.0 ** n, n.astype(float))"
+            "NumPy says for each example (of two Python ints Python gives a float, which "
+            "a batch of integers cannot hold): make the base a float (2.0 ** n, "
+            "n.astype(float))"
         ))
 
     def for_backend(self, backend):
@@ -278,6 +284,15 @@ class IntPowerGuard:
             return np.where(np.less(exponent, 0), np.zeros_like(exponent), exponent)
 
         return backend.adapt(harmless)
+
+
+def checked_power(base, exponent):
+    """``base ** exponent`` whose exponent `IntPowerGuard` has checked: the power inside
+    does not note the check again (`weak.note_fault`, for plain helpers' powers)."""
+    from pcbatch.backends import weak
+
+    with weak.checked_elsewhere():
+        return base ** exponent
 
 
 def _is_integer(x) -> bool:
@@ -500,4 +515,5 @@ NAMESPACE = {
     "__pcb_not": logical_not,
     "__pcb_and": logical_and,
     "__pcb_or": logical_or,
+    "__pcb_checked_power": checked_power,
 }

@@ -553,12 +553,28 @@ class _Hoister(ast.NodeTransformer):
             # pow(a, b), np.power(a, b) are a ** b: the same guard (`visit_BinOp`)
             power = ast.BinOp(left=node.args[0], op=ast.Pow(), right=node.args[1])
             return self.visit_BinOp(ast.copy_location(power, node))
+        self._list_as_array(node)
         form = self.t.builtin_form(node) or self.t.numpy_form(node)
         self._guard_int_conversion(node, form)
         node = self.generic_visit(node)
         if form is not None:
             node.func = ast.copy_location(ast.Name(id=form, ctx=ast.Load()), node.func)
         return node
+
+    def _list_as_array(self, node: ast.Call) -> None:
+        """``np.mean([x, 1.0])``: a list (or tuple) of per-example values given to a NumPy
+        function that reads it as one array is made that array first (`runtime.to_asarray`,
+        as ``np.array([a, b])``), as NumPy does; NumPy's dispatch does not look inside a
+        list, so JAX's and TensorFlow's values failed there."""
+        first = node.args[0] if node.args else None
+        if (
+            not isinstance(first, (ast.List, ast.Tuple))
+            or not any(self.t.constant_of(node.func) is f for f in _READ_AS_ONE_ARRAY)
+            or not _free_locals(first, self.t.locals)
+        ):
+            return
+        convert = ast.Name(id="__pcb_asarray", ctx=ast.Load())
+        node.args[0] = ast.copy_location(ast.Call(func=convert, args=[first], keywords=[]), first)
 
     def _guard_int_conversion(self, node: ast.Call, form: str | None) -> None:
         """``int(x)``, ``round(x)`` of a per-example value: ``x`` computed first, then
@@ -591,9 +607,10 @@ class _Hoister(ast.NodeTransformer):
         exponent = self.t.value(node.right)
         guard = runtime.IntPowerGuard(str(self.t.loc(node)))
         checked = self.t.fb.prim(guard, base, exponent, out=self.t.fresh(), name=guard.__name__)
-        node.left = self._temp(base, node.left) if isinstance(base, str) else node.left
-        node.right = self._temp(checked, node.right)
-        return node
+        left = self._temp(base, node.left) if isinstance(base, str) else node.left
+        power = ast.Name(id="__pcb_checked_power", ctx=ast.Load())
+        call = ast.Call(func=power, args=[left, self._temp(checked, node.right)], keywords=[])
+        return ast.copy_location(call, node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         if not _is_trivially_pure(node):
@@ -784,6 +801,14 @@ def _operators_only(node: ast.expr, params: frozenset) -> bool:
                 and _operators_only(node.left, params)
                 and _operators_only(node.comparators[0], params))
     return False
+
+
+#: NumPy functions whose first argument is read as one array (np.asarray of it)
+_READ_AS_ONE_ARRAY = (
+    np.mean, np.sum, np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var,
+    np.median, np.any, np.all, np.argmax, np.argmin, np.sort, np.cumsum, np.average,
+    np.ptp, np.linalg.norm,
+)
 
 
 def _free_locals(node: ast.AST, locals_: frozenset) -> list:

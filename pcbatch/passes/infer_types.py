@@ -190,7 +190,9 @@ class _Inference:
         self.types: dict = dict(program.var_types)
         self.first_loc: dict = {}
         self.prim_cache: dict = {}
-        self.narrowing: set = set()  # prim_cache keys that convert a weak int narrowly
+        #: prim_cache key -> the run-time checks its primitive noted (a weak int
+        #: converted narrowly, an integer power in a plain helper: `weak_values.Faults`)
+        self.checks: dict = {}
         self.declared: dict = {}  # result types a function's type_inference fixes
         self.changed = False
 
@@ -277,12 +279,13 @@ class _Inference:
         key = (id(op.function), type_key(in_types))
         if key not in self.prim_cache:
             # A weak int converted to a narrow int dtype on the way (the array may be
-            # made inside the primitive: ``x.astype(np.int8) + i``) needs the compiled
-            # machines' overflow probe (`weak_values.overflow_probe`).
-            with weak_values.collecting_overflow() as conversions:
+            # made inside the primitive: ``x.astype(np.int8) + i``), or an integer power
+            # inside a plain helper, needs the compiled machines' probe
+            # (`weak_values.overflow_probe`).
+            with weak_values.collecting_overflow() as faults:
                 self.prim_cache[key] = self.run_primitive(op, in_types)
-            if conversions:
-                self.narrowing.add(key)
+            if faults.kinds:
+                self.checks[key] = tuple(sorted(faults.kinds.items()))
             _check_not_objects(op, self.prim_cache[key])
         self.bind_outputs(op, op.vars_out, self.prim_cache[key])
 
@@ -290,7 +293,7 @@ class _Inference:
         known = getattr(op.function, "result_type", None)  # e.g. a host callback's
         if known is not None:
             return known
-        result = self.result_type(with_weak_inputs(op, in_types), in_types)
+        result = self.result_type(with_weak_inputs(op, in_types, noting=True), in_types)
         return self.stored_as_python(with_weak_results(op, in_types, result))
 
     def stored_as_python(self, result: Type) -> Type:
@@ -416,8 +419,8 @@ class _Inference:
                 return op
             if op.vars_in and all(v in self.types for v in op.vars_in):
                 in_types = tuple(self.types[v] for v in op.vars_in)
-                narrowing = (id(op.function), type_key(in_types)) in self.narrowing
-                op = with_weak_inputs(op, in_types, narrowing)
+                checks = self.checks.get((id(op.function), type_key(in_types)), ())
+                op = with_weak_inputs(op, in_types, checks)
             return op
 
         def expand(op) -> tuple:
@@ -527,17 +530,40 @@ def _literal_does_not_fit(value, loc, var: str, t: TensorType) -> TypeInferenceE
     )
 
 
-def with_weak_inputs(op: PrimOp, in_types: Sequence[Type], narrowing: bool = False) -> PrimOp:
+def with_weak_inputs(
+    op: PrimOp, in_types: Sequence[Type], checks: tuple = (), noting: bool = False
+) -> PrimOp:
     """``op``, marking its weak inputs where it also reads strong ones (a per-example
-    primitive: the frontend's expressions); weak values alone compute as Python's.
-    ``narrowing``: type inference saw it convert a weak int to a narrow int dtype."""
+    primitive: the frontend's expressions); weak values alone compute as Python's,
+    unmarked, unless they divide (Python's ZeroDivisionError: `per_example.weak_ufunc`).
+    ``checks``: the run-time checks type inference saw it note (`weak_values.Faults`),
+    which the compiled machines probe for; ``noting``: type inference's run, which marks
+    weak values alone too, to see whether they divide."""
     leaves = [leaf for t in in_types for leaf in flatten(t.tensors)]
-    if not op.per_example or all(map(is_weak, leaves)) or not any(map(is_weak, leaves)):
+    narrowing = any(kind == weak_values.OVERFLOW for kind, _ in checks)
+    others = tuple(
+        (kind, _check_site(at, op.loc)) for kind, at in checks if kind != weak_values.OVERFLOW
+    )
+    any_weak = any(map(is_weak, leaves))
+    mixed = any_weak and not all(map(is_weak, leaves))
+    divides = any(kind == weak_values.ZERO_DIVISION for kind, _ in checks)
+    marks = mixed or (any_weak and (noting or divides))
+    if not op.per_example or not (marks or others):
         return op
-    flags = [map_pattern(is_weak, t.tensors) for t in in_types]
-    overflow_at = str(op.loc) if narrowing or _may_overflow(leaves) else None
-    function = weak_values.with_weak_inputs(op.function, flags, overflow_at)
+    flags = [map_pattern(is_weak if marks else lambda _: False, t.tensors) for t in in_types]
+    overflow_at = str(op.loc) if mixed and (narrowing or _may_overflow(leaves)) else None
+    function = weak_values.with_weak_inputs(op.function, flags, overflow_at, others)
     return dataclasses.replace(op, function=function)
+
+
+def _check_site(at: str | None, loc) -> str:
+    """Where a run-time check noted inside a primitive fails: a plain helper's line and
+    where the batched function called it, or the batched function's own line."""
+    if loc is None or at is None:
+        return at or str(loc)
+    if at.split(" in ")[0] == f"{loc.file}:{loc.line}":
+        return str(loc)
+    return f"{at}, called at {loc}"
 
 
 def _may_overflow(leaves: Sequence) -> bool:
@@ -557,6 +583,9 @@ def with_weak_results(op: PrimOp, in_types: Sequence[Type], result: Type) -> Typ
     # a literal's (`FunctionBuilder.const`), or a function's that always gives Python
     # scalars (`runtime.python_int`)
     weak = getattr(op.function, "weak_results", None)
+    passed = getattr(op.function, "passes_through", None)
+    if passed is not None:  # returns its input ``passed``: weak as that is
+        weak = map_pattern(is_weak, in_types[passed].tensors)
     if weak is None and op.per_example:
         weak = _python_scalar_results(op, in_types)
     if weak is None:

@@ -630,10 +630,285 @@ def integer_powers(n, x):
     return n ** (n - 2), x ** (n - 2), 2 ** n if n >= 0 else 0, pow(n, n - 3) if n != 2 else 0
 
 
+def power_of(base, exponent):
+    return np.power(base, exponent)
+
+
+def star_power(base, exponent):
+    return base ** exponent
+
+
+def builtin_power(base, exponent):
+    return pow(base, exponent)
+
+
+def integer_powers_in_plain_helpers(n, x):
+    """The same powers inside plain helpers: JAX gave a wrong number for ``k < 0``."""
+    k = n - 2
+    return power_of(n, k), star_power(n, k), builtin_power(n, k), power_of(x, k)
+
+
+def powers_past_the_bit_width_in_helpers(n):
+    """Exponents of 64 and more inside plain helpers (JAX's power reads six bits)."""
+    e = n * n * 7 + 60
+    return power_of(n + 3, e), star_power(3, e), builtin_power(n - 5, e), star_power(n, 2)
+
+
+def where_or_300(c, v):
+    return np.where(c, v, 300)
+
+
+def where_with_ints_out_of_range(b, i8):
+    """np.where casts a Python int its array's dtype cannot hold (300 is 44 in int8);
+    Torch raised OverflowError, JAX and TensorFlow refused it."""
+    k = 300
+    return np.where(b, i8, 300), np.where(b, -200, i8), np.where(b, i8, k), where_or_300(b, i8)
+
+
+def clip_with_bounds_out_of_range(i8):
+    """np.clip ignores a Python int bound past the dtype's range on its own side."""
+    lo = -300
+    return np.clip(i8, -300, 300), np.clip(i8, lo, 3), np.clip(i8.astype(np.uint8), -1, 7)
+
+
+# -- weak Python scalars beside narrow dtypes (also inside jax.jit, tf.function, vmap) --
+
+
+def weak_accumulator_of_float32(f):
+    acc = 0.0
+    for i in range(3):
+        acc = acc + f * i
+    return acc
+
+
+def uint8_plus_a_counter(u8):
+    x = u8[0]
+    for i in range(50):
+        x = x + i
+    return x
+
+
+def int16_with_a_while_counter(i16):
+    x = i16[0]
+    k = 0
+    while k < 5:
+        x = x * 3 + k
+        k = k + 1
+    return x, k
+
+
+def int8_abs_and_negation(i8):
+    return abs(i8), -i8, i8 // 2, i8 + 1
+
+
+def mixed_literals_with_float32(f):
+    """``f ** 2`` of a float32 ``f`` is float32 (it was float64 on every backend)."""
+    k = 2
+    return f * 2 + 1, 3 * f - 0.5, (f + 1) / 2, f ** 2, f ** k, 1 + 2.5 * f, f > 1
+
+
+def clip_with_keyword_bounds(x, i8):
+    """Bounds by keyword (a_min=, a_max=): one out of int8's range on its own side."""
+    return np.clip(x, a_min=-1.0, a_max=1.0), np.clip(i8, a_min=-300, a_max=3), np.clip(x, None, 0)
+
+
 def string_default(x, mode="fast"):
     if mode == "fast":
         return x * 2
     return x + 1
+
+
+# -- a third round: defaults, helpers, mixed numbers (issue 24) ---------------------
+
+
+def tuple_default(x, offsets=(1.0, 2.0)):
+    return x + offsets[0] * offsets[1]
+
+
+def array_default_indexed(x, w=np.array([0.5, 0.25])):  # noqa: B008 - what users write
+    return x * w[0] + w[1]
+
+
+def split_parts(x):
+    return x // 1, x % 1
+
+
+def helper_returning_a_tuple(x):
+    whole, frac = split_parts(x)
+    return whole * 2 + frac
+
+
+def max_of_int_and_float(n):
+    return max(n, 2.5), min(n, 1.5), abs(n - 5)
+
+
+def bool_plus_bool(x):
+    return (x > 0) + (x > 1), (x > 0) * 2.5, True + 1, (x > 0) - 0
+
+
+def negative_int_floor_by_float(n):
+    return n // 2.5, n % -1.5, -7 // 2.0, n // -2
+
+
+def float_mod_negatives(x):
+    return x % -2.0, -x % 3, x // -0.75
+
+
+def int_float_comparisons(n, x):
+    return n < x, n == 3.0, n >= x * 2, 3 < x  # noqa: SIM300
+
+
+def augmented_items(x):
+    buf = np.zeros(3)
+    buf[1] += x
+    buf[2] -= 2 * x
+    buf[1] *= 3
+    return buf
+
+
+def float32_constant_cast(f):
+    return np.float32(0.1) + f, f * np.float32(2)
+
+
+def astype_int32_then_divide(x):
+    return (x * 10).astype(np.int32) // 3, x.astype(np.int32) % 4
+
+
+def signs_and_isclose(n, x):
+    return np.sign(n), np.sign(x), np.isclose(x, 2.5), np.isclose(x, -1.5, atol=0.1)
+
+
+def weak_int_division(n):
+    k = 3
+    return k / 2, k // 2, -k // 2, -k % 2, k / 2 * n
+
+
+def int_of_division(n):
+    return int(n / 2), round(n / 3), round(2.567, 1)
+
+
+def nested_while_continue(n):
+    total = 0
+    i = 0
+    while i < 4:
+        i = i + 1
+        if i == 2:
+            continue
+        j = 0
+        while j < i:
+            j = j + 1
+            if j > abs(n):
+                break
+            total = total + j
+    return total
+
+
+def float_sqrt_power(x):
+    return abs(x) ** 0.5, x ** 2.0, 2.0 ** x
+
+
+def weak_float_steps(n):
+    t = 0.0
+    for _ in range(4):
+        t = t + 0.1
+    return t, t * n
+
+
+def chained_mixed(n, x):
+    return 0 <= n < 5 and x > 0
+
+
+def zero_division_of_python_ints(n):
+    """Python numbers divided by zero: Python's ZeroDivisionError (it was inf, silently)."""
+    k = 0
+    for i in range(2):
+        k = k + i - i
+    return n + 1 / k
+
+
+def zero_floor_division_of_python_ints(n):
+    k = 0
+    for i in range(2):
+        k = k * i
+    return n + 7 // k
+
+
+def zero_division_of_a_python_float(n):
+    t = 0.0
+    return n + 1.0 / t
+
+
+def float_literal_beside_a_value(n):
+    """TensorFlow made the literal float32 first: 2.5999999046 in a float64 result."""
+    return n * 2, 2.6, round(2.567, 1)
+
+
+def float_of_a_string(x):
+    best = float("inf")
+    if x < best:
+        best = x
+    return best, float("-inf") < x
+
+
+def sum_of_a_list(x):
+    """A list of values given to np.mean, np.max: JAX and TensorFlow failed there."""
+    return sum([x, 2 * x, 3]), np.mean([x, 1.0]), np.max([x, -x])
+
+
+def slices(v):
+    return v[-1], v[::-1], v[1:].sum(), v[:2] * 2
+
+
+def arange_times(x):
+    return np.arange(3) * x, np.linspace(0.0, 1.0, 3) + x
+
+
+def int_power_half(n):
+    return abs(n) ** 0.5, n ** 2.0, float(n) ** 2
+
+
+def weak_divmod(n):
+    q, r = divmod(-7, 2)
+    return q * n, r, abs(-3) + n, int(-2.5) + n
+
+
+def min_with_zero(x):
+    return min(x, 0), max(0, x), min(x, 0.0) * 2
+
+
+def comparisons_with_inf(x):
+    return x < math.inf, x > -math.inf, math.isinf(math.inf)
+
+
+def tuple_of_mixed_return(n, x):
+    if n > 0:
+        return n, x
+    return 0, 0.0
+
+
+def bool_sum(b):
+    return b + b, b * 3, sum([b, True, False])
+
+
+def rate_of_python_counters(n):
+    """Python ints alone divided: Python's ZeroDivisionError where no trial ran."""
+    hits = 0
+    trials = 0
+    for i in range(abs(n)):
+        trials = trials + 1
+        if i % 2 == 0:
+            hits = hits + 1
+    return hits / trials
+
+
+def rate_or_zero(n):
+    hits = 0
+    trials = 0
+    for i in range(abs(n)):
+        trials = trials + 1
+        if i % 2 == 0:
+            hits = hits + 1
+    return hits / trials if trials > 0 else 0.0
 
 
 # -- batched functions calling each other ------------------------------------------
@@ -665,3 +940,11 @@ def literal_pairs(x, d):
         return 1, x
     k, y = literal_pairs(x, d - 1)
     return 3, y + k
+
+
+@ctx.batch
+def halvings(x, count=0):
+    """Recursion with a default parameter passed by keyword."""
+    if abs(x) < 1.0:
+        return count
+    return halvings(x / 2, count=count + 1)

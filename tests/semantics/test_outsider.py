@@ -49,7 +49,16 @@ nan_is_not_equal_to_itself int_of_bool is_not_none_in_a_chain early_return_in_a_
 keyword_only_helper star_args_helper lambda_helper reduce_with_operator
 comprehension_then_array square_root_by_power bit_operations mixed_number_max
 value_or_default round_to_tens bool_of_nan_float while_with_two_exits ternary_on_int_zero
-nested_ternary""".split()  # noqa: SIM905
+nested_ternary powers_past_the_bit_width_in_helpers where_with_ints_out_of_range
+clip_with_bounds_out_of_range weak_accumulator_of_float32 uint8_plus_a_counter
+int16_with_a_while_counter int8_abs_and_negation mixed_literals_with_float32
+tuple_default array_default_indexed helper_returning_a_tuple max_of_int_and_float
+bool_plus_bool negative_int_floor_by_float float_mod_negatives int_float_comparisons
+augmented_items float32_constant_cast astype_int32_then_divide signs_and_isclose
+weak_int_division int_of_division nested_while_continue float_sqrt_power weak_float_steps
+chained_mixed float_literal_beside_a_value float_of_a_string sum_of_a_list slices
+arange_times int_power_half weak_divmod min_with_zero comparisons_with_inf
+tuple_of_mixed_return bool_sum rate_or_zero""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -79,7 +88,8 @@ REJECTED = {
 
 
 def _arguments(function) -> list:
-    return [INPUTS[name] for name in inspect.signature(function).parameters]
+    parameters = inspect.signature(function).parameters.values()
+    return [INPUTS[p.name] for p in parameters if p.default is inspect.Parameter.empty]
 
 
 def _assert_same(actual, expected) -> None:
@@ -248,6 +258,80 @@ def test_an_integer_to_a_negative_power_is_numpys_error(backend_name):
 
 
 @backends.backend_param
+def test_an_integer_to_a_negative_power_in_a_plain_helper_is_numpys_error(backend_name):
+    """``np.power(n, k)``, ``n ** k``, ``pow(n, k)`` inside plain helpers with ``k < 0``:
+    JAX gave a wrong number silently, TensorFlow a graph error naming no line of
+    yours. Now NumPy's ValueError on every backend, naming the helper's line (JAX,
+    TensorFlow; on NumPy and Torch the traceback's) and the batched function's call."""
+    function = src.integer_powers_in_plain_helpers
+    n, x = np.array([3, 1, 0, 7]), INPUTS["x"]
+    with pytest.raises(ValueError):
+        function(n[1], x[1])
+    batched = pcbatch.Context().batch(function)
+    backend = backends.backend(backend_name)
+    with pytest.raises(ValueError, match="negative integer powers") as info:
+        batched(n, x, backend=backend)
+    text = " ".join([str(info.value), *getattr(info.value, "__notes__", [])])
+    call = f"{src.__file__}:{inspect.getsourcelines(function)[1] + 3}"
+    assert call in text, text
+    ok = np.array([2, 5, 3, 4])
+    _assert_same(batched(ok, x, backend=backend), batched(ok, x, dry_run=True))
+    if backend_name in backends.EAGER_NAMES:
+        return  # NumPy's own error, raised at once (with return_status too)
+    helper = f"{src.__file__}:{inspect.getsourcelines(src.power_of)[1] + 1}"
+    assert helper in text, text
+    results, status = batched(n, x, backend=backend, return_status=True)
+    failed = np.asarray(status) == pcbatch.LaneStatus.ERROR
+    np.testing.assert_array_equal(failed, n < 2)
+    expected = _per_example(function, [n[n >= 2], x[n >= 2]])
+    for got, want in zip(results, expected):
+        np.testing.assert_allclose(np.asarray(got)[n >= 2], want, rtol=1e-12)
+
+
+@backends.backend_param
+def test_a_float_literal_beside_a_value_keeps_its_float64_value(backend_name):
+    """``return n * 2, 2.6``: TensorFlow made the 2.6 float32 first (2.5999999046)."""
+    function = src.float_literal_beside_a_value
+    batched = pcbatch.Context().batch(function)
+    n = INPUTS["n"]
+    actual = batched(n, backend=backends.backend(backend_name))
+    _assert_same(actual, batched(n, dry_run=True))
+    np.testing.assert_array_equal(np.asarray(actual[1]), np.full(len(n), 2.6))
+
+
+@backends.backend_param
+def test_clip_bounds_by_keyword(backend_name):
+    """``np.clip(x, a_min=..., a_max=...)``: fitting out-of-range int bounds once dropped
+    keyword bounds of floats (the corpus caught it); every backend, dry_run's values."""
+    function = src.clip_with_keyword_bounds
+    batched = pcbatch.Context().batch(function)
+    args = _arguments(function)
+    actual = batched(*args, backend=backends.backend(backend_name))
+    _assert_same(actual, batched(*args, dry_run=True))
+
+
+#: Python numbers (literals, counters, arithmetic on them) divided by zero: Python's
+#: ZeroDivisionError on every example that divides (it was inf or 0, silently)
+ZERO_DIVISIONS = ["zero_division_of_python_ints", "zero_floor_division_of_python_ints",
+                  "zero_division_of_a_python_float", "rate_of_python_counters"]
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ZERO_DIVISIONS)
+def test_python_numbers_divided_by_zero_raise_zero_division_error(name, backend_name):
+    function = getattr(src, name)
+    args = _arguments(function)
+    with pytest.raises(ZeroDivisionError):  # Python's verdict on the third example
+        function(*(a[2] for a in args))
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(ZeroDivisionError, match="Test the divisor first") as info:
+        batched(*args, backend=backends.backend(backend_name))
+    body = inspect.getsourcelines(function)[1]
+    lines = [f"{src.__file__}:{body + k}" for k in range(1, 10)]
+    assert any(line in str(info.value) for line in lines), str(info.value)
+
+
+@backends.backend_param
 def test_a_string_default_is_refused_at_the_call(backend_name):
     batched = pcbatch.Context().batch(src.string_default)
     with pytest.raises(TypeError, match="'mode'.*boolean or int flag"):
@@ -275,6 +359,7 @@ CALLS = [
     ("calls_with_keywords", (1.5, 3)),  # Python numbers: a batch of one
     ("calls_with_keywords", (np.array([1.5]), np.array([3]))),  # a batch of one
     ("calls_with_keywords", (np.zeros(0), np.zeros(0, np.int64))),  # an empty batch
+    ("halvings", (INPUTS["x"] * 7,)),
 ]
 
 
