@@ -148,6 +148,8 @@ class Dispatched(PerExampleValue):
         return wrap(value, self.xp)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if "out" in kwargs or method == "at":
+            raise TypeError(_written_in_place(ufunc, method, self.xp))
         if any(type(x) is WeakDispatched for x in inputs):
             return weak_ufunc(self, ufunc, method, inputs, kwargs)
         function = getattr(self.xp, ufunc.__name__, None)
@@ -194,6 +196,19 @@ class Dispatched(PerExampleValue):
         if weak_result:
             return weakened(self._wrap(target(*args, **unwrap(kwargs))))
         return self._wrap(target(*args, **unwrap(kwargs)))
+
+
+def _written_in_place(ufunc, method: str, xp) -> str:
+    """Why a ufunc that writes into an array (``out=``, ``ufunc.at``, ``out += v``)
+    cannot take a per-example value here, and what to write."""
+    name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    library = "JAX" if xp.__name__ == _JAX_NUMPY else "TensorFlow"
+    return (
+        f"{name} writes into an array (out=, .at, or an in-place operator such as out += v) "
+        f"with a per-example value, which {library} cannot do: its arrays do not change in "
+        "place. Make the array from the example's values instead (out = v * 2, "
+        "out = np.zeros(2) + v), or run on the NumPy backend"
+    )
 
 
 _TF_NUMPY = "tensorflow.experimental.numpy"
