@@ -282,12 +282,27 @@ def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
         if _is_python_int(v) and not info.min <= v <= info.max:
             if func is np.where:
                 v = np.asarray(v).astype(np.result_type(*dtypes))  # wraps, as NumPy
+            elif not _NUMPY_CLIP_SATURATES:  # NumPy 2.0 raises for any such bound
+                raise OverflowError(f"Python integer {v} out of bounds for {info.dtype}")
             elif position == 1 and v < info.min or position == 2 and v > info.max:
                 v = info.min if position == 1 else info.max
         elif _is_weak_int(v) and func is np.clip and position in (1, 2):
             v = np.maximum(v, info.min) if position == 1 else np.minimum(v, info.max)
         fitted.append(v)
     return ((args[0], *fitted) if func is np.where else tuple(fitted)), kwargs
+
+
+def _numpy_clip_saturates() -> bool:
+    """Whether the installed NumPy's np.clip takes a Python int bound past an integer
+    dtype's range (NumPy 2.0 raises OverflowError, later ones ignore such a bound)."""
+    try:
+        np.clip(np.zeros(1, np.int8), -300, 300)
+    except OverflowError:
+        return False
+    return True
+
+
+_NUMPY_CLIP_SATURATES = _numpy_clip_saturates()
 
 
 def _is_python_int(v) -> bool:

@@ -119,10 +119,26 @@ def test_batched_gives_what_dry_run_gives(name, backend_name):
     args = _arguments(function)
     batched = pcbatch.Context().batch(function)
     with np.errstate(all="ignore"):
+        if _installed_numpy_raises(function, args, backend_name):
+            return
         expected = batched(*args, dry_run=True)
         _assert_same(expected, _per_example(function, args))
         actual = batched(*args, backend=backends.backend(backend_name))
     _assert_same(actual, expected)
+
+
+def _installed_numpy_raises(function, args, backend_name) -> bool:
+    """Whether ``function`` raises OverflowError per example with the installed NumPy
+    (NumPy 2.0's np.clip with a bound past the dtype's range; later ones ignore it):
+    then the batched run must raise too."""
+    try:
+        _per_example(function, args)
+    except OverflowError:
+        batched = pcbatch.Context().batch(function)
+        with pytest.raises((OverflowError, TypeInferenceError), match="out of bounds|int8"):
+            batched(*args, backend=backends.backend(backend_name))
+        return True
+    return False
 
 
 @backends.backend_param
@@ -306,6 +322,8 @@ def test_clip_bounds_by_keyword(backend_name):
     function = src.clip_with_keyword_bounds
     batched = pcbatch.Context().batch(function)
     args = _arguments(function)
+    if _installed_numpy_raises(function, args, backend_name):
+        return
     actual = batched(*args, backend=backends.backend(backend_name))
     _assert_same(actual, batched(*args, dry_run=True))
 
