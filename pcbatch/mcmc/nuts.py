@@ -746,7 +746,10 @@ def _unpacked(packed: Any, run: _Run) -> _warmup.ChainState:
     import jax
 
     state = _warmup.unpack(gradients.to_numpy(packed), run.event_shape, np.reshape, dense)
-    return jax.tree_util.tree_map(lambda a: jax.device_put(a, device), state)
+    placed: _warmup.ChainState = jax.tree_util.tree_map(
+        lambda a: jax.device_put(a, device), state
+    )
+    return placed
 
 
 def _jax_device(array: Any) -> Any:
