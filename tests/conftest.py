@@ -1,9 +1,12 @@
 """Test-wide settings: every compilation in the suite runs the IR verifier between passes;
 the slow tier runs only with ``--slow`` (see `tests.tiers`); no Hypothesis test depends
-on wall time (no deadline, no too-slow health check)."""
+on wall time (no deadline, no too-slow health check); after each test module the shared
+backends drop what was compiled for it (memory)."""
 
+import gc
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up chatter out
@@ -40,3 +43,22 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_compiled_programs():
+    """After each test module: the shared backends forget the programs compiled for it.
+
+    The suite's backends live for the whole session (`tests.backends.backend`), and so
+    do the Contexts of the programs' modules (imported once): kept, every compiled run
+    (megabytes of XLA or TensorFlow code) stays until the worker exits, past 12 GB per
+    worker with ``--slow``. A module's tests still share what they compile."""
+    yield
+    from pcbatch import api
+    from tests import backends
+
+    for backend in [*backends._INSTANCES.values(), *api._SHARED.values()]:
+        cache = getattr(backend, "compile_cache", None)
+        if cache is not None:
+            cache.clear()
+    gc.collect()

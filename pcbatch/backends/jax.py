@@ -33,6 +33,7 @@ from jax import lax
 
 from pcbatch.backends import base, numpy_dispatch
 from pcbatch.backends import compaction as compaction_option
+from pcbatch.backends.compile_cache import ProgramCache
 from pcbatch.backends.jax_sharding import BatchSharding
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.errors import NarrowingWarning
@@ -123,7 +124,7 @@ class JaxBackend:
         self.block_choice = block_choice
         self.sharding = None if mesh is None else BatchSharding(mesh, axis, gather)
         self._types = NumpyBackend()
-        self.compile_cache: dict = {}
+        self.compile_cache = ProgramCache()
         self.traces = 0  # how many times a program was traced (tests count retraces)
 
     def check_narrowing(self, function: str, argument: str, value) -> None:

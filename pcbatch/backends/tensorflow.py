@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from pcbatch.backends import base, numpy_dispatch
 from pcbatch.backends import compaction as compaction_option
+from pcbatch.backends.compile_cache import ProgramCache
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.errors import PcbatchError
 from pcbatch.ir.setitem import FULL_SLICE
@@ -413,7 +414,7 @@ class TensorFlowBackend:
         self.safety_checks = safety_checks
         self.jit_compile = jit_compile
         self._types = NumpyBackend()
-        self.compile_cache: dict = {}
+        self.compile_cache = ProgramCache()
         self.traces = 0
         #: run the staged machine op by op, not as a graph (`pcbatch.fuzz.eager`)
         self.run_eagerly = False

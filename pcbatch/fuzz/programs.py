@@ -55,6 +55,7 @@ __all__ = [
     "generate",
     "load",
     "mismatch",
+    "unload",
 ]
 
 INT_VARS = ("n", "a", "b")
@@ -388,6 +389,12 @@ def load(program: FuzzProgram, directory: str) -> Any:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def unload(module: Any) -> None:
+    """Forgets a module of `load`'s, so that its Context and what was compiled for it can
+    be freed (a long fuzz run would otherwise keep every program's compiled code)."""
+    sys.modules.pop(module.__name__, None)
 
 
 def mismatch(program: FuzzProgram, module: Any, args: list, **options) -> str | None:

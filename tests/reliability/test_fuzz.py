@@ -137,7 +137,10 @@ def test_random_programs_batch_like_the_per_example_run(config, fuzz_dir):
     def check(program, seed, batch_size):
         module = fuzz.load(program, fuzz_dir)
         args = program.make_args(np.random.RandomState(seed), batch_size)
-        problem = fuzz.mismatch(program, module, args, **options)
+        try:
+            problem = fuzz.mismatch(program, module, args, **options)
+        finally:
+            fuzz.unload(module)
         assert problem is None, f"{problem}\n{program.source}"
 
     check()
@@ -196,6 +199,7 @@ def test_packed_programs_batch_like_the_per_example_run(config, fuzz_dir, reques
             problem, culprits = fuzz_pack.check(packed, module, args, **options)
             alone = {s: fuzz_pack.isolate(packed, i, args, fuzz_dir, **options)
                      for i, s in enumerate(seeds) if i in culprits}
+        fuzz.unload(module)
         source = packed.program.source
         assert problem is None, f"{problem}\nprograms (seed: alone) {alone}\n{source}"
         if eager:  # the staged machine itself ran, not a compiled program
