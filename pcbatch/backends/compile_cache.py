@@ -34,7 +34,8 @@ class ProgramCache(MutableMapping):
     def __init__(self) -> None:
         self._programs: dict[int, weakref.ref] = {}
         self._token = object()  # this cache's key on a program (a program may run on many)
-        self._lock = threading.Lock()
+        self._dead: list[tuple[int, weakref.ref]] = []  # collected: (id, its reference)
+        self._lock = threading.RLock()
 
     def _entries_of(self, program_id: int) -> dict | None:
         ref = self._programs.get(program_id)
@@ -53,6 +54,7 @@ class ProgramCache(MutableMapping):
         program = entry.program
         if key[0] != id(program):
             raise ValueError("a compile cache key starts with id() of its entry's program")
+        self._live_ids()  # first, so that a collected program's id is free for this one
         with self._lock:
             ref = self._programs.get(key[0])
             if ref is None or ref() is not program:
@@ -64,16 +66,27 @@ class ProgramCache(MutableMapping):
             by_cache.setdefault(self._token, {})[key] = entry
 
     def _forget(self, program_id: int):
-        """The weak reference's callback: drops the id of a collected program (unless a
-        new program with the same id has taken its place since)."""
+        """The weak reference's callback: notes the id of a collected program, dropped at
+        the next use (a callback runs inside the garbage collector, which may interrupt
+        an iteration over ``_programs``)."""
         cache = weakref.ref(self)
 
         def forget(ref: weakref.ref) -> None:
             live = cache()
-            if live is not None and live._programs.get(program_id) is ref:
-                del live._programs[program_id]
+            if live is not None:
+                live._dead.append((program_id, ref))
 
         return forget
+
+    def _live_ids(self) -> list[int]:
+        """The ids of the programs with entries, after dropping the collected ones (unless
+        a new program with the same id has taken a collected one's place)."""
+        with self._lock:
+            while self._dead:
+                program_id, ref = self._dead.pop()
+                if self._programs.get(program_id) is ref:
+                    del self._programs[program_id]
+            return list(self._programs)
 
     def __delitem__(self, key: tuple) -> None:
         entries = self._entries_of(key[0])
@@ -82,15 +95,16 @@ class ProgramCache(MutableMapping):
         del entries[key]
 
     def __iter__(self) -> Iterator[tuple]:
-        for program_id in list(self._programs):
+        for program_id in self._live_ids():
             yield from list(self._entries_of(program_id) or ())
 
     def __len__(self) -> int:
-        return sum(len(self._entries_of(i) or ()) for i in list(self._programs))
+        return sum(len(self._entries_of(i) or ()) for i in self._live_ids())
 
     def clear(self) -> None:
-        for program_id in list(self._programs):
+        for program_id in self._live_ids():
             entries = self._entries_of(program_id)
             if entries is not None:
                 entries.clear()
-        self._programs.clear()
+        with self._lock:
+            self._programs.clear()
