@@ -400,7 +400,7 @@ def test_a_log_density_of_minus_infinity_is_a_divergence_and_no_draw_goes_there(
 
 @tiers.slow
 def test_a_walled_normal_has_the_truncated_normal_mean():
-    result = _walled_run("numpy", num_samples=500, num_warmup=300)
+    result = _walled_run("numpy", num_samples=250, num_warmup=200)
     draws = np.asarray(result.samples)[..., 0]
     ess = result.ess(method="bulk")[0]
     assert ess > 100

@@ -55,7 +55,7 @@ def test_a_torch_log_density_samples_as_the_same_target_on_numpy():
 
 @tiers.slow
 def test_moments_of_a_torch_target_match_the_known_answer():
-    on_torch, _ = _runs(4, 300)
+    on_torch, _ = _runs(4, 150)
     samples = on_torch.samples.numpy()
     ess = diagnostics.effective_sample_size(samples)
     error = np.abs(samples.mean(axis=(0, 1)) - MEAN) / (SCALE / np.sqrt(ess))

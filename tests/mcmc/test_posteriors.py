@@ -143,6 +143,8 @@ def test_z_scores_catch_a_wrong_answer():
 # -- sampling: small versions on NumPy (fast), every model on JAX (slow) ------------
 
 
+# The centered eight schools needs long runs at target_accept_prob=0.95 (its funnel):
+# checked on JAX below (8 x 1000 draws); on NumPy 4 x 300 draws cost 275 CPU-s of CI.
 @tiers.slow  # every model against its reference: slow tier
 def test_eight_schools_noncentered_on_numpy_matches_the_reference():
     result = _run("eight_schools_noncentered", "numpy", 4, 100, 100)
@@ -205,12 +207,6 @@ def test_models_on_tensorflow_match_their_references(name):
     _needs_data_package(name)
     result = _run(name, "tensorflow", 8, 500, 500)
     assert _max_z(name, result) < Z
-
-
-@tiers.slow
-def test_eight_schools_centered_on_numpy_matches_the_reference():
-    result = _run("eight_schools_centered", "numpy", 4, 300, 300, target_accept_prob=0.95)
-    assert _max_z("eight_schools_centered", result) < Z
 
 
 # -- simulation-based calibration --------------------------------------------------

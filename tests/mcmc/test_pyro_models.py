@@ -42,7 +42,7 @@ def _known_answer() -> dict:
 
 @pytest.mark.parametrize(("chains", "draws"), [
     pytest.param(2, 30, id="short"),
-    pytest.param(4, 300, id="long", marks=tiers.slow),
+    pytest.param(4, 150, id="long", marks=tiers.slow),
 ])
 def test_a_pyro_regression_matches_its_known_posterior(chains, draws):
     result = pyro_models.sample(regression, (torch.tensor(X), torch.tensor(Y)),
