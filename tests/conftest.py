@@ -30,6 +30,14 @@ def pytest_addoption(parser):
         default=False,
         help="also run the slow tier: long fuzz samples, long NUTS runs, large programs",
     )
+    parser.addoption(
+        "--skip-backend",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave out the cases parametrized with this backend (CI's second oldest-"
+        "dependency environment skips what its first already ran on the same NumPy)",
+    )
 
 
 def pytest_configure(config):
@@ -62,14 +70,26 @@ def _heaviness(item) -> int:
     return HEAVY_FIRST.index(module) if module in HEAVY_FIRST else len(HEAVY_FIRST)
 
 
+def _backend_of(item) -> str | None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    names = [value for key, value in params.items() if "backend" in key]
+    return next((name for name in names if isinstance(name, str)), None)
+
+
+def _deselect(config, items, leave_out) -> None:
+    left_out = [item for item in items if leave_out(item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not leave_out(item)]
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_heaviness)  # stable: the other modules keep their order
-    if tiers.SLOW:
-        return
-    slow = [item for item in items if item.get_closest_marker("slow") is not None]
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+    skipped = set(config.getoption("--skip-backend"))
+    if skipped:
+        _deselect(config, items, lambda item: _backend_of(item) in skipped)
+    if not tiers.SLOW:
+        _deselect(config, items, lambda item: item.get_closest_marker("slow") is not None)
 
 
 @pytest.fixture(scope="module", autouse=True)

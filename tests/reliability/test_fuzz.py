@@ -78,12 +78,12 @@ PACKS = pick(
     {"numpy": (20, 2), "torch": (20, 1), "jax": (3, 1), "tensorflow_xla": (2, 1),
      "jax_eager": (4, 1), "tensorflow_eager": (4, 1)},
     {"numpy": (40, 5), "torch": (40, 5), "jax": (4, 2), "tensorflow_xla": (2, 2),
-     "jax_eager": (4, 25), "tensorflow_eager": (4, 25)},
+     "jax_eager": (4, 15), "tensorflow_eager": (4, 15)},
 )
 EAGER = {"jax_eager": "jax", "tensorflow_eager": "tensorflow"}
 # Eager configs run in parts (``config:part``, seeds 10,000 apart) so workers share them.
-# The slow tier's 200 JAX and 100 TensorFlow programs run op by op cost about 150 CPU-s
-# a part; longer runs are benchmarks/fuzz.py's (its counts are in benchmarks/README.md).
+# The slow tier's 120 JAX and 60 TensorFlow programs run op by op cost about 100 CPU-s a
+# part; longer runs are benchmarks/fuzz.py's (its counts are in benchmarks/README.md).
 PARTS = pick({"jax_eager": 1, "tensorflow_eager": 1}, {"jax_eager": 2, "tensorflow_eager": 1})
 _NEEDS = {"numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow_xla": "tensorflow", **EAGER}
 PACK_CONFIGS = [
