@@ -42,9 +42,10 @@ from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
 from pcbatch.errors import BatchSizeError, NestedBatchedCallError
-from pcbatch.frontend import fence, unbound
+from pcbatch.frontend import fence, statics, unbound
 from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.snapshot import Snapshot, names_read
+from pcbatch.frontend.statics import Specialised, Statics, is_static_value
 from pcbatch.frontend.to_ir import Translator
 from pcbatch.ir.nodes import Function, Module, Program, SourceLoc
 from pcbatch.ir.types import is_pattern_node, is_python_scalar, map_pattern, rebuild
@@ -100,8 +101,10 @@ class BatchedFunction:
     or 0-d values shared by every example; a list of numbers or of equally shaped
     arrays is read as ``np.asarray`` reads it; a tuple (or namedtuple) is a structured
     per-example value, one batch per field. A parameter not passed takes its default,
-    the same value for every example. None is not a batched value (see
-    docs/semantics/calls.md).
+    the same value for every example. A None or text argument (passed or by default)
+    is fixed for the call: the function is compiled for that value, and tests on it
+    choose their branch when compiling (`pcbatch.frontend.statics`). None is no batched
+    value elsewhere (see docs/semantics/calls.md).
 
     Call options (keyword-only, besides the function's own arguments):
       dry_run: run the plain Python function on each batch member separately
@@ -265,7 +268,7 @@ class BatchedFunction:
                 size = _batch_size(bound.values, self.name)
                 return results, np.zeros(size, np.int32)
             return results
-        results = self.context._run(self.name, bound.values, options)
+        results = self.context._run(self.name, bound.batched_values(), options, bound.statics)
         if _one_example_under_vmap(bound):
             return map_pattern(lambda leaf: leaf[0], results)
         return results
@@ -293,7 +296,9 @@ class BatchedFunction:
         if options.get("dry_run"):
             return _dry_run_call(self, bound)
         refill_plan = (width, group, priority)
-        return self.context._run(self.name, bound.values, options, refill=refill_plan)
+        return self.context._run(
+            self.name, bound.batched_values(), options, bound.statics, refill=refill_plan
+        )
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Bound:
         try:
@@ -303,14 +308,22 @@ class BatchedFunction:
                 f"{self.name}(): {e}. Call options are: {', '.join(CALL_OPTIONS)}"
             ) from None
         values: list[Any] = []
+        statics: list[tuple[str, Any]] = []
         passed = bound.arguments
         for name, param in self.signature.parameters.items():
             what = f"{self.name}(): argument {name!r}"
-            if name in passed:
-                values.append(_as_array_pattern(passed[name], what))
+            value = passed.get(name, param.default)
+            if is_static_value(value):
+                # None or text: the same for every example, so the program is compiled
+                # for this value (`pcbatch.frontend.statics`), as Python's branches on it
+                # would go the same way for every example
+                values.append(value)
+                statics.append((name, value if value is None else str(value)))  # np.str_ too
+            elif name in passed:
+                values.append(_as_array_pattern(value, what))
             else:
                 values.append(_default_value(self.name, name, param.default))
-        return Bound(self.signature, values, dict(passed))
+        return Bound(self.signature, values, dict(passed), tuple(statics))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,6 +334,14 @@ class Bound:
     signature: inspect.Signature
     values: list[Any]
     passed: dict[str, Any]
+    #: (name, value) of each parameter whose value is None or text, in parameter order:
+    #: fixed for the whole call, compiled in (`pcbatch.frontend.statics`)
+    statics: tuple[tuple[str, Any], ...] = ()
+
+    def batched_values(self) -> list[Any]:
+        """``values`` without the static ones: what the compiled program takes."""
+        static = {name for name, _ in self.statics}
+        return [v for v, name in zip(self.values, self.signature.parameters) if name not in static]
 
     def python_call(self, i: int) -> tuple[list[Any], dict[str, Any]]:
         """(args, kwargs) calling the plain function on example ``i``: only what the
@@ -415,12 +436,6 @@ def _default_value(function: str, param: str, default: Any) -> Any:
     (a leading axis of size 1, which broadcasts over the batch)."""
     if default is inspect.Parameter.empty:  # bind() has checked that it was passed
         raise AssertionError(f"{function}(): {param!r} has no value")
-    if default is None:
-        raise TypeError(
-            f"{function}(): parameter {param!r} was not passed and defaults to None, which is "
-            f"not a batched value; pass {param}=..., or give it a default that is a number or "
-            f"array (a flag such as use_{param}=False, or a value such as {param}=0.0)"
-        )
     value = _as_array_pattern(default, f"{function}(): the default of {param!r}")
     return map_pattern(lambda leaf: leaf if np.ndim(leaf) == 0 else leaf[None], value)
 
@@ -625,12 +640,14 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
     device = _torch_device(values)
     if device is not None:  # per-example values are NumPy's (the plain function's meaning)
         values = [map_pattern(_torch_on_host, v) for v in values]
-        bound = Bound(bound.signature, values, bound.passed)
+        bound = Bound(bound.signature, values, bound.passed, bound.statics)
     size = _batch_size(values, batched.name, tuple(batched.signature.parameters))
     if size == 0:
         host = [map_pattern(lambda x: x if is_python_scalar(x) else np.asarray(x), v)
-                for v in values]
-        return batched.context._run(batched.name, host, {"backend": NumpyBackend()})
+                for v in bound.batched_values()]
+        return batched.context._run(
+            batched.name, host, {"backend": NumpyBackend()}, bound.statics
+        )
     try:
         results = _each_example(batched, bound, size)
     except TypeError as error:
@@ -643,7 +660,8 @@ def _dry_run_call(batched: BatchedFunction, bound: Bound) -> Any:
         # The code calls torch functions on per-example values: each example becomes a
         # one-example torch view, whose NumPy calls mean what they mean on NumPy.
         views = [map_pattern(torch_backend.examples_of, v) for v in bound_values]
-        results = _each_example(batched, Bound(bound.signature, views, bound.passed), size)
+        views_bound = Bound(bound.signature, views, bound.passed, bound.statics)
+        results = _each_example(batched, views_bound, size)
         results = [torch_backend.example_result(r) for r in results]
     if device is None:
         return _stack(results)
@@ -689,9 +707,11 @@ class Context:
         self._functions: dict[str, BatchedFunction] = {}
         # IR modules by the names of the functions they hold: `module` holds every
         # function, `program` only main and the batched functions main can reach
-        self._modules: dict[frozenset[str], Module] = {}
+        # (and, for a call with None or text arguments, main's values of those, which
+        # the functions are compiled for: `pcbatch.frontend.statics`)
+        self._modules: dict[tuple[frozenset[str], Specialised], Module] = {}
         self._snapshot: Snapshot | None = None  # the globals and closures it was built from
-        self._programs: dict[str, Program] = {}
+        self._programs: dict[tuple[str, Statics], Program] = {}
         self._cache = runner.CompileCache()
         # the backends whose compile caches hold our programs
         self._backends_used: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -760,16 +780,18 @@ class Context:
         """The IR `Module` of every function decorated so far (compiled once, then cached)."""
         return self._module_of(frozenset(self._functions))
 
-    def _module_of(self, names: frozenset[str]) -> Module:
-        """The IR `Module` of the functions ``names`` (built once, then cached)."""
+    def _module_of(self, names: frozenset[str], specialised: Specialised = None) -> Module:
+        """The IR `Module` of the functions ``names`` (built once, then cached), with
+        ``specialised`` = (function, its static values) compiled for those values."""
+        key = (names, specialised)
         with self._lock:
-            if names not in self._modules:
+            if key not in self._modules:
                 if self._snapshot is None:
                     # Before the build: a value changed while it runs is noticed next call.
                     self._snapshot = Snapshot(self._functions.values())
                 chosen = {n: bf for n, bf in self._functions.items() if n in names}
-                self._modules[names] = _build_module(chosen)
-            return self._modules[names]
+                self._modules[key] = _build_module(chosen, specialised)
+            return self._modules[key]
 
     def _forget_if_globals_changed(self) -> None:
         """Rebuilds on the next use when a global or closure value the compiled functions
@@ -799,8 +821,11 @@ class Context:
             for key in stale:
                 backend.compile_cache.pop(key, None)
 
-    def program(self, main: str) -> Program:
-        """``self.module().program(main)``; raises ValueError if ``main`` is not decorated."""
+    def program(self, main: str, statics: Statics = ()) -> Program:
+        """``self.module().program(main)``; raises ValueError if ``main`` is not decorated.
+
+        ``statics``: (parameter, value) pairs of main's None or text arguments, which the
+        program is compiled for (and does not take as inputs)."""
         self._forget_if_globals_changed()
         with self._lock:
             if main not in self._functions:
@@ -808,12 +833,14 @@ class Context:
                 raise ValueError(
                     f"{main!r} is not a batched function of this Context (known: {known})"
                 )
-            if main not in self._programs:
+            key = (main, statics)
+            if key not in self._programs:
                 # Only what main can reach is compiled: a mistake in an unrelated
                 # function of this Context is reported when that function is called.
-                module = self._module_of(_reachable(self._functions, main))
-                self._programs[main] = module.program(main)
-            return self._programs[main]
+                names = _reachable(self._functions, main)
+                module = self._module_of(names, (main, statics) if statics else None)
+                self._programs[key] = module.program(main)
+            return self._programs[key]
 
     def program_compiled(
         self, main: str, sig: Sequence[Any] | None = None, backend: Any = None
@@ -850,6 +877,7 @@ class Context:
         name: str,
         values: list[Any],
         options: dict[str, Any],
+        statics: Statics = (),
         refill: tuple[Any, Any, Any] = (None, None, None),
     ) -> Any:
         backend = _backend_named(options.get("backend")) or _backend_for(values)
@@ -858,7 +886,7 @@ class Context:
         check = getattr(backend, "check_environment", None)
         if check is not None:  # settings of its library that it cannot run under
             check()
-        program = self.program(name)
+        program = self.program(name, statics)
         with running.inside((name, self)):
             return self._run_program(program, values, options, backend, refill)
 
@@ -975,23 +1003,30 @@ def _reachable(functions: dict[str, BatchedFunction], main: str) -> frozenset[st
     return frozenset(seen)
 
 
-def _build_module(functions: dict[str, BatchedFunction]) -> Module:
+def _build_module(functions: dict[str, BatchedFunction], specialised: Specialised) -> Module:
     parsed = {name: parse_function(bf.python_function) for name, bf in functions.items()}
     batched_names = frozenset(functions)
     for p in parsed.values():
         fence.check(p, batched_names)
     mb = ModuleBuilder()
     for name, bf in functions.items():
-        mb.declare(name, params=tuple(bf.signature.parameters), returns=1)
+        static = statics.static_names(specialised, name)
+        params = tuple(n for n in bf.signature.parameters if n not in static)
+        mb.declare(name, params=params, returns=1)
     for p in parsed.values():
-        _define(mb, p, functions)
+        _define(mb, p, functions, specialised)
     module = mb.module()
     return Module(
         tuple(_finished(fn, functions[fn.name].type_inference) for fn in module.functions)
     )
 
 
-def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict[str, BatchedFunction]) -> None:
+def _define(
+    mb: ModuleBuilder,
+    p: ParsedFunction,
+    functions: dict[str, BatchedFunction],
+    specialised: Specialised,
+) -> None:
     loc = SourceLoc(p.filename, p.name, p.tree.lineno)
 
     by_python_function = {id(bf.python_function): bf for bf in functions.values()}
@@ -1006,7 +1041,7 @@ def _define(mb: ModuleBuilder, p: ParsedFunction, functions: dict[str, BatchedFu
         return None
 
     with mb.define(p.name, loc=loc) as fb:
-        Translator(p, fb, resolve).function_body()
+        Translator(p, fb, resolve, specialised).function_body()
     _, error = mb._defined[p.name]
     if error:
         last = p.tree.body[-1]

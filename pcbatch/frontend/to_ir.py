@@ -27,7 +27,7 @@ import numpy as np
 
 from pcbatch import callbacks
 from pcbatch.dsl import FunctionBuilder
-from pcbatch.frontend import runtime
+from pcbatch.frontend import runtime, statics
 from pcbatch.frontend.parse import ParsedFunction, local_names
 from pcbatch.ir.nodes import SourceLoc
 from pcbatch.ir.setitem import FULL_SLICE, SetItem
@@ -110,6 +110,7 @@ class Translator:
         parsed: ParsedFunction,
         builder: FunctionBuilder,
         resolve_batched: Callable[[str], Any],
+        specialised: statics.Specialised = None,
     ):
         self.parsed = parsed
         self.fb = builder
@@ -118,6 +119,13 @@ class Translator:
         self.resolve_batched = resolve_batched
         self.namespace = {**parsed.globals, **parsed.closure, **runtime.NAMESPACE}
         self.temps = 0
+        self.specialised = specialised
+        # this function's static parameters still holding their call's value: a name
+        # leaves when straight-line code rebinds it (`pcbatch.frontend.statics`)
+        self.statics: dict[str, Any] = (
+            dict(specialised[1]) if specialised and specialised[0] == parsed.name else {}
+        )
+        self.folder = statics.Folder(self.statics, self.static_lookup)
 
     # -- helpers ---------------------------------------------------------------
     def loc(self, node: ast.AST) -> SourceLoc:
@@ -203,15 +211,65 @@ class Translator:
     def error(self, node: ast.AST, message: str):
         return self.parsed.syntax_error(node, message)
 
+    # -- values known at compile time (`pcbatch.frontend.statics`) ------------------
+    def static_lookup(self, node: ast.expr) -> Any:
+        """A static parameter's value, or a global's (through modules only)."""
+        if isinstance(node, ast.Name) and node.id in self.statics:
+            return self.statics[node.id]
+        value = statics.module_path_value(node, self.constant_of)
+        return statics.UNKNOWN if value is _NOT_CONSTANT else value
+
+    def known(self, node: ast.expr) -> Any:
+        """``node``'s value if fixed at compile time, else `statics.UNKNOWN`."""
+        return statics.evaluate(node, self.static_lookup)
+
+    def fold(self, node: ast.expr) -> ast.expr:
+        """``node`` with what is known at compile time worked out (`statics.Folder`)."""
+        if not statics.may_fold(node, self.statics):
+            return node
+        folded = self.folder.fold(node)
+        held = statics.held_static(folded)
+        if held is not None:
+            name = held.pcbatch_static  # type: ignore[attr-defined]
+            raise self.error(held, _static_value_advice(self.parsed.name, name,
+                                                        self.statics[name]))
+        return folded
+
+    def no_static_writes(self, stmt: ast.stmt, where: str) -> None:
+        """A static parameter rebound inside a loop or a per-example branch would be None
+        (or text) for some examples and a number for others: refused at the line."""
+        write = statics.first_write(stmt, self.statics)
+        if write is not None:
+            value = self.statics[write.id]
+            raise self.error(
+                write,
+                f"{write.id!r} is {value!r} in this call (None and text arguments are fixed "
+                f"when {self.parsed.name} is called) and cannot be rebound {where}: rebind "
+                f"it before, in straight-line code ({write.id} = ... if {write.id} is None "
+                f"else {write.id}), or use another name",
+            )
+
     # -- statements ------------------------------------------------------------
     def function_body(self) -> None:
         self.reject_global_random()
         self.body(self.parsed.tree.body)
 
-    def body(self, statements: list) -> None:
+    def body(self, statements: list) -> bool:
+        """Emits ``statements``; whether they end every path through them (a return,
+        break or continue, or a branch known at compile time that does): what follows
+        is dead code, never run by Python, and not compiled."""
         for stmt in statements:
             with self.fb.at(self.loc(stmt)):
-                getattr(self, f"stmt_{type(stmt).__name__}")(stmt)
+                ends = getattr(self, f"stmt_{type(stmt).__name__}")(stmt)
+            if self.statics and not isinstance(stmt, _COMPOUND):
+                # straight-line code rebinding a static parameter: a per-example value
+                # from here on (compound statements rebind in their own bodies)
+                for name in list(self.statics):
+                    if statics.first_write(stmt, {name: None}) is not None:
+                        del self.statics[name]
+            if ends or isinstance(stmt, (ast.Return, ast.Break, ast.Continue)):
+                return True
+        return False
 
     def stmt_Pass(self, stmt) -> None:
         pass
@@ -297,7 +355,7 @@ class Translator:
         self.fb.prim(SetItem(tuple(index)), name, value_var, *index_vars, out=name, name="setitem")
 
     def stmt_Return(self, stmt: ast.Return) -> None:
-        value = stmt.value
+        value = self.fold(stmt.value)
         if isinstance(value, ast.IfExp) and not _is_trivially_pure(value):
             # `return a if c else f(x)` returns from each arm, so f(x) stays a tail call.
             with self.fb.if_(self.condition(value.test)):
@@ -307,7 +365,13 @@ class Translator:
             return
         self.fb.return_(self.value(value))
 
-    def stmt_If(self, stmt: ast.If) -> None:
+    def stmt_If(self, stmt: ast.If) -> bool | None:
+        test = self.known(stmt.test)
+        if test is not statics.UNKNOWN:
+            # the same for every example (a constant, a static parameter, a global
+            # scalar): only the branch Python takes is compiled
+            return self.body(stmt.body if test else stmt.orelse)
+        self.no_static_writes(stmt, "inside an if on per-example values")
         cond = self.condition(stmt.test)
         with self.fb.if_(cond):
             self.body(stmt.body)
@@ -316,7 +380,11 @@ class Translator:
                 self.body(stmt.orelse)
 
     def stmt_While(self, stmt: ast.While) -> None:
-        always = isinstance(stmt.test, ast.Constant) and bool(stmt.test.value)
+        self.no_static_writes(stmt, "inside a loop")
+        test = self.known(stmt.test)
+        if test is not statics.UNKNOWN and not test:
+            return  # the body never runs
+        always = test is not statics.UNKNOWN
         with self.fb.loop():
             if not always:
                 self.fb.break_unless(self.condition(stmt.test))
@@ -328,6 +396,7 @@ class Translator:
         per example (weak: ``uint8_x + i`` stays uint8), copied to ``i`` at each
         iteration's start (rebinding ``i`` in the body changes nothing either); after the
         loop ``i`` holds the last value it took."""
+        self.no_static_writes(stmt, "inside a loop")
         args = stmt.iter.args
         start = self.value(args[0]) if len(args) > 1 else self.fb.const(0, out=self.fresh())
         stop = self.fb.prim(
@@ -371,6 +440,7 @@ class Translator:
 
     def value(self, node: ast.expr, out: Any = None) -> Any:
         """Emits code computing ``node``; returns the local name (or pattern) holding it."""
+        node = self.fold(node)
         with self.fb.at(self.loc(node)):
             if isinstance(node, ast.Name) and node.id in self.locals:
                 if out is None:
@@ -437,22 +507,48 @@ class Translator:
             bound = callee.signature.bind(*node.args, **{k.arg: k.value for k in node.keywords})
         except TypeError as e:
             raise self.error(node, f"bad call to batched function {callee.name!r}: {e}") from None
+        fixed = dict(self.specialised[1]) if (
+            self.specialised and self.specialised[0] == callee.name) else {}
         args = []
         for name, param in callee.signature.parameters.items():
-            if name in bound.arguments:
-                args.append(self.value(bound.arguments[name]))
-            elif param.default is None:
+            if name in fixed:
+                self.same_static(node, callee.name, name, bound.arguments.get(name), param,
+                                 fixed[name])
+            elif name in bound.arguments:
+                argument = bound.arguments[name]
+                if statics.is_static_value(self.known(argument)):
+                    raise self.error(argument, _STATIC_TO_CALLEE.format(
+                        callee=callee.name, name=name, value=self.known(argument)))
+                args.append(self.value(argument))
+            elif statics.is_static_value(param.default):
                 raise self.error(
                     node,
-                    f"{callee.name}() is called without {name!r}, whose default is None; None "
-                    f"is not a batched value: pass {name}=..., or give {name!r} a number or "
-                    "array default (a flag such as use_x=False, or a value such as 0.0)",
+                    f"{callee.name}() is called without {name!r}, whose default is "
+                    f"{param.default!r}; None and text are no batched values (only the "
+                    f"function called from Python is compiled for them): pass {name}=..., "
+                    f"or give {name!r} a number or array default (a flag such as "
+                    "use_x=False, or a value such as 0.0)",
                 )
             elif param.default is not inspect.Parameter.empty:
                 args.append(self.fb.const(_lists_as_arrays(param.default), out=self.fresh()))
         target = self.out(out)
         self.fb.call(callee.name, *args, out=[target])
         return target
+
+    def same_static(self, node: ast.Call, callee: str, name: str, argument: Any,
+                    param: inspect.Parameter, fixed: Any) -> None:
+        """A call of the function compiled for ``name`` = ``fixed`` (recursion) must pass
+        that same value: another would need another program."""
+        value = param.default if argument is None else self.known(argument)
+        if value is statics.UNKNOWN or type(value) is not type(fixed) or value != fixed:
+            shown = "a per-example value" if value is statics.UNKNOWN else repr(value)
+            raise self.error(
+                node,
+                f"this run of {callee} is compiled for {name}={fixed!r} (None and text "
+                f"arguments are fixed when {callee} is called from Python); this call "
+                f"passes {shown}: pass {name}={name} (the same value), or give {name} a "
+                "number flag",
+            )
 
     def batched_primitive_call(self, node: ast.Call) -> str:
         """A call of a helper marked `pcbatch.batched_primitive`: its own primitive, given
@@ -666,6 +762,26 @@ class _Hoister(ast.NodeTransformer):
         return node
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+
+_STATIC_TO_CALLEE = (
+    "passes {name}={value!r} to the batched function {callee}: None and text are no batched "
+    "values (only the function called from Python is compiled for its None and text "
+    "arguments); pass a number flag instead (such as {name}=0), or call a plain helper"
+)
+
+#: statements with bodies of their own
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)
+
+
+def _static_value_advice(function: str, name: str, value: Any) -> str:
+    return (
+        f"{name!r} is {value!r} in this call: None and text arguments are fixed when "
+        f"{function} is called, so they can be tested (if {name} is None:, if {name} == "
+        f"'...':) or passed to plain helpers, but not held as a per-example value "
+        f"(assigned, returned, computed with): replace it first ({name} = 1.0 if {name} is "
+        f"None else {name}), or pass a number"
+    )
 
 
 _GLOBAL_RANDOM_ADVICE = (

@@ -350,23 +350,25 @@ def test_python_numbers_divided_by_zero_raise_zero_division_error(name, backend_
 
 
 @backends.backend_param
-def test_a_string_default_is_refused_at_the_call(backend_name):
+def test_a_string_default_runs_the_branch_python_takes(backend_name):
+    """``mode="fast"``: text is fixed for the call, and the program compiled for it."""
     batched = pcbatch.Context().batch(src.string_default)
-    with pytest.raises(TypeError, match="'mode'.*boolean or int flag"):
-        batched(INPUTS["x"], backend=backends.backend(backend_name))
-    with pytest.raises(TypeError, match="argument 'mode'.*boolean or int flag"):
-        batched(INPUTS["x"], mode="slow", backend=backends.backend(backend_name))
+    b = backends.backend(backend_name)
+    for options in ({}, {"mode": "slow"}, {"mode": "fast"}):
+        expected = batched(INPUTS["x"], dry_run=True, **options)
+        _assert_same(batched(INPUTS["x"], backend=b, **options), expected)
 
 
 @backends.backend_param
-def test_a_none_default_is_refused_unless_passed(backend_name):
-    """``if tol is None: tol = 1e-8``: not passed, a TypeError naming ``tol`` at the call;
-    passed a number, ``tol is None`` is False for every example, as in Python."""
+def test_a_none_default_or_a_number_for_it(backend_name):
+    """``if tol is None: tol = 1e-8``: not passed, None is fixed for the call and the
+    branch rebinds ``tol``; passed a number, ``tol is None`` is False for every example,
+    as in Python."""
     batched = pcbatch.Context().batch(src.none_default)
-    with pytest.raises(TypeError, match="'tol' was not passed and defaults to None"):
-        batched(INPUTS["x"], backend=backends.backend(backend_name))
-    actual = batched(INPUTS["x"], tol=0.5, backend=backends.backend(backend_name))
-    _assert_same(actual, batched(INPUTS["x"], tol=0.5, dry_run=True))
+    b = backends.backend(backend_name)
+    for options in ({}, {"tol": None}, {"tol": 0.5}):
+        expected = batched(INPUTS["x"], dry_run=True, **options)
+        _assert_same(batched(INPUTS["x"], backend=b, **options), expected)
 
 
 CALLS = [

@@ -1,0 +1,126 @@
+"""None and text arguments, and tests of global constants, fixed when a call compiles
+(`pcbatch.frontend.statics`): exact against the plain function per example on every
+backend, or rejected at the user's line."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import pcbatch
+from tests import backends
+from tests.backends import backend_param
+from tests.semantics import statics_src as src
+
+AS = np.array([0.25, 2.0, 9.0, 30.0])
+
+
+def _plain(fn, *batched, **shared):
+    """The plain function on each example, ``shared`` passed as they are."""
+    rows = [fn.python_function(*(b[i] for b in batched), **shared) for i in range(len(batched[0]))]
+    return np.stack(rows)
+
+
+def _error_line(fn) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    (line,) = [first + i for i, text in enumerate(lines) if "# ERROR" in text]
+    return line
+
+
+@backend_param
+@pytest.mark.parametrize("options", [
+    {}, {"tol": None}, {"method": "bisect"}, {"method": "bisect", "tol": 1e-3},
+    {"method": "builtin"}, {"tol": 1e-4, "method": "newton"},
+], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "defaults")
+def test_none_and_text_options_run_the_branch_python_takes(backend_name, options):
+    b = backends.backend(backend_name)
+    expected = _plain(src.root, AS, **options)
+    np.testing.assert_allclose(expected, np.sqrt(AS), rtol=1e-3)
+    backends.assert_close(src.root(AS, backend=b, **options), expected, backend_name)
+    backends.assert_close(src.root(AS, dry_run=True, **options), expected, "numpy")
+
+
+@backend_param
+def test_a_per_example_tolerance_beside_a_text_option(backend_name):
+    b = backends.backend(backend_name)
+    tols = np.array([1e-2, 1e-6, 1e-9, 1e-3])
+    expected = np.stack([src.root.python_function(a, t, "bisect") for a, t in zip(AS, tols)])
+    backends.assert_close(src.root(AS, tols, "bisect", backend=b), expected, backend_name)
+    backends.assert_close(src.root.map(AS, tols, method="bisect", width=2, backend=b),
+                          expected, backend_name)
+
+
+@backend_param
+def test_text_goes_to_a_plain_helper_and_or_folds(backend_name):
+    b = backends.backend(backend_name)
+    xs = np.array([-1.0, 0.5, 2.0])
+    for fn, options in ((src.helper_option, {}), (src.helper_option, {"how": "keep"}),
+                        (src.folded_or, {}), (src.folded_or, {"scale": None})):
+        expected = _plain(fn, xs, **options)
+        backends.assert_close(fn(xs, backend=b, **options), expected, backend_name)
+    scales = np.array([0.0, 2.0, 5.0])
+    expected = np.stack([src.folded_or.python_function(x, s) for x, s in zip(xs, scales)])
+    backends.assert_close(src.folded_or(xs, scales, backend=b), expected, backend_name)
+
+
+@backend_param
+def test_recursion_passes_its_text_argument_on(backend_name):
+    b = backends.backend(backend_name)
+    ns = np.array([0, 3, 5, 1])
+    for options in ({}, {"mode": "up"}):
+        expected = src.countdown(ns, dry_run=True, **options)  # recursion: Python's calls
+        np.testing.assert_array_equal(expected, ns * (1 if not options else 2))
+        backends.assert_close(src.countdown(ns, backend=b, **options), expected, backend_name)
+
+
+@backend_param
+def test_global_constants_decide_branches_at_compile_time(backend_name):
+    b = backends.backend(backend_name)
+    xs = np.array([1.0, -2.0])
+    ns = np.array([3, 4])
+    for fn, args in ((src.global_none, xs), (src.module_attribute, xs),
+                     (src.global_flag_dtype, ns)):
+        expected = _plain(fn, args)
+        backends.assert_close(fn(args, backend=b), expected, backend_name)  # dtypes too
+
+
+def test_a_rebound_global_constant_rebuilds_the_program(monkeypatch):
+    xs = np.array([1.0, -2.0])
+    np.testing.assert_array_equal(src.global_none(xs), xs)
+    monkeypatch.setattr(src, "SHIFT", 10.0)
+    np.testing.assert_array_equal(src.global_none(xs), xs + 10.0)
+
+
+REJECTED = [
+    ("rebound_in_loop", "cannot be rebound inside a loop"),
+    ("rebound_in_branch", "cannot be rebound inside an if on per-example values"),
+    ("returned", "'method' is 'a' in this call"),
+    ("held", "'tol' is None in this call"),
+    ("computed", "'tol' is None in this call"),
+]
+
+
+@backend_param
+@pytest.mark.parametrize(("name", "match"), REJECTED)
+def test_a_static_argument_held_as_a_value_is_rejected_at_its_line(backend_name, name, match):
+    fn = pcbatch.Context().batch(getattr(src, name))
+    with pytest.raises(pcbatch.AutobatchSyntaxError, match=match) as info:
+        fn(np.array([1.0, 2.0]), backend=backends.backend(backend_name))
+    assert (info.value.filename, info.value.lineno) == (src.__file__, _error_line(fn))
+
+
+@backend_param
+def test_text_passed_on_to_another_batched_function_is_rejected_at_its_line(backend_name):
+    b = backends.backend(backend_name)
+    cases = ((src.passes_text, "passes flag='up' to the batched function callee", {}),
+             (src.recurses_with_another_value, "compiled for mode='up'", {"mode": "up"}))
+    for fn, match, options in cases:
+        with pytest.raises(pcbatch.AutobatchSyntaxError, match=match) as info:
+            fn(np.array([1, 2]), backend=b, **options)
+        assert (info.value.filename, info.value.lineno) == (src.__file__, _error_line(fn))
+    # the default is the value the call compiles for: the recursion is fine
+    expected = src.recurses_with_another_value(np.array([1, 2]), dry_run=True)
+    backends.assert_close(src.recurses_with_another_value(np.array([1, 2]), backend=b),
+                          expected, backend_name)
