@@ -31,6 +31,13 @@ def pytest_addoption(parser):
         help="also run the slow tier: long fuzz samples, long NUTS runs, large programs",
     )
     parser.addoption(
+        "--every-backend",
+        action="store_true",
+        default=False,
+        help="with --slow: run each NUTS feature test on both compiled backends, not one "
+        "in turn (tests.tiers.numpy_fast)",
+    )
+    parser.addoption(
         "--skip-backend",
         action="append",
         default=[],
@@ -42,6 +49,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     tiers.SLOW = config.getoption("--slow")
+    tiers.EVERY_BACKEND = config.getoption("--every-backend")
 
 
 #: the modules that cost the most CPU (``--durations``, 2026-11-27), most first: they run
@@ -90,6 +98,9 @@ def pytest_collection_modifyitems(config, items):
         _deselect(config, items, lambda item: _backend_of(item) in skipped)
     if not tiers.SLOW:
         _deselect(config, items, lambda item: item.get_closest_marker("slow") is not None)
+    if not tiers.EVERY_BACKEND:
+        _deselect(config, items, lambda item: item.get_closest_marker("every_backend")
+                  is not None)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -19,6 +19,7 @@ under the same load; commit 602e945 on branch fasttier3 has it).
 
 from __future__ import annotations
 
+import sys
 from typing import TypeVar
 
 import pytest
@@ -62,8 +63,42 @@ def in_turn(cases: list, backend_names: list) -> list:
     return params
 
 
+#: True under ``--every-backend`` (set by ``tests/conftest.py``)
+EVERY_BACKEND = False
+
+#: marks a parameter that runs only under ``--every-backend``
+every_backend = pytest.mark.every_backend
+
+#: how many `one_compiled` tests each test module has declared so far
+_declared: dict[str, int] = {}
+
+
 def numpy_fast(backend_names: list) -> list:
     """Every backend, the compiled ones in the slow tier only: for a test whose every
     compiled run is a long compilation of its own (a NUTS program), where another test
     already compiles that program in the fast tier."""
     return [pytest.param(b, marks=() if b == "numpy" else slow) for b in backend_names]
+
+
+def one_compiled(backend_names: list) -> list:
+    """As `numpy_fast`, but the slow tier adds only one compiled backend, JAX and
+    TensorFlow in turn down the module's tests (``--every-backend`` adds the other):
+    for a NUTS feature whose own code is the sampler's host code, the same on every
+    backend (thinning, resuming, warmup, a structured state), where the compiled NUTS
+    programs are checked on both backends by the moments, posterior, kernel and input
+    tests. Each such run compiles a NUTS program for itself alone (20-55 CPU-s): both
+    backends for each feature cost CI about 400 CPU-s (2026-11-27)."""
+    module = sys._getframe(1).f_globals.get("__name__", "")
+    index = _declared[module] = _declared.get(module, -1) + 1
+    compiled = [b for b in backend_names if b not in ("numpy", "torch")]
+    chosen = compiled[index % len(compiled)] if compiled else None
+    params = []
+    for b in backend_names:
+        if b == "numpy":
+            marks: tuple = ()
+        elif b in ("torch", chosen):
+            marks = (slow,)
+        else:
+            marks = (slow, every_backend)
+        params.append(pytest.param(b, marks=marks))
+    return params

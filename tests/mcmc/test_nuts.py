@@ -240,7 +240,7 @@ def test_arviz_conversion():
 SHORT = dict(num_samples=20, num_warmup=10, chains=3)  # as test_same_seed_...: compiled once
 
 
-@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_the_progress_bar_counts_every_draw_and_changes_no_draw(backend, monkeypatch):
     pytest.importorskip("tqdm")
     bars = []

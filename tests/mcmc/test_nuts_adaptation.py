@@ -33,7 +33,7 @@ def _assert_same_draws(actual, expected) -> None:
         np.testing.assert_array_equal(np.asarray(actual[name]), np.asarray(expected[name]))
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_a_run_continued_from_its_state_draws_what_one_longer_run_draws(backend_name):
     whole = _whole(backend_name)
     first = model.run(backend_name, num_warmup=WARMUP, num_samples=N)
@@ -47,7 +47,7 @@ def test_a_run_continued_from_its_state_draws_what_one_longer_run_draws(backend_
     assert first.state.next_draw == WARMUP + N and second.state.next_draw == WARMUP + 2 * N
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_warmup_then_sample_is_one_sample_with_warmup(backend_name):
     whole = _whole(backend_name)
     state = model.warmup(backend_name, num_warmup=WARMUP)
@@ -62,7 +62,7 @@ def test_warmup_then_sample_is_one_sample_with_warmup(backend_name):
     np.testing.assert_array_equal(after.step_size, whole.step_size)
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_adapt_mass_off_keeps_the_inverse_mass_given(backend_name):
     given = np.array([[0.5, 2.0, 1.5]] * model.CHAINS) * np.arange(1, model.CHAINS + 1)[:, None]
     result = model.run(backend_name, num_warmup=WARMUP, num_samples=N, adapt_mass="off",

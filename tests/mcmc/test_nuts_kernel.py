@@ -67,7 +67,7 @@ def _sampled(backend_name: str, state, **options) -> nuts.NutsResult:
     return nuts.sample(model.target(backend_name), state, **settings)
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_kernel_steps_with_transforms_draw_what_sample_draws(backend_name):
     draws, results = _steps(_kernel(backend_name), _start(backend_name))
     whole = _sampled(backend_name, _start(backend_name))

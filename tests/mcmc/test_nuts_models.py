@@ -116,7 +116,7 @@ def _assert_mean_within(draws, mean, sd, what):
     return ess
 
 
-@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_a_dict_state_with_data_has_the_analytic_moments(backend):
     result = _cached_run(backend)
     assert set(result.samples) == {"mu", "theta"}
@@ -134,7 +134,7 @@ def test_a_dict_state_with_data_has_the_analytic_moments(backend):
     assert not result.diverging.any()
 
 
-@pytest.mark.parametrize("backend", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_each_chain_samples_the_posterior_of_its_own_data(backend):
     y = _shared_y() + 3.0 * np.arange(CHAINS)[:, None]  # chain c's data: shifted by 3c
     result = _run(backend, y, num_samples=DRAWS, num_warmup=WARMUP)

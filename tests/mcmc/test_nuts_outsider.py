@@ -14,7 +14,8 @@ encountered in subtract".
 
 Each compiled backend's run is a compilation of its own (tens of seconds on a loaded
 machine): where a test compiles a new program, its JAX and TensorFlow cases are in the
-slow tier (`tiers.numpy_fast`).
+slow tier (`tiers.numpy_fast`), or one of them in turn where the feature is host code
+(`tiers.one_compiled`; ``--every-backend`` runs both).
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def _dense_run(backend_name: str, **options):
     return nuts.sample(target, start, **settings)
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_dense_adaptation_with_the_warmup_saved_goes_to_arviz(backend_name):
     az = pytest.importorskip("arviz")
     result = _dense_run(backend_name, save_warmup=True)
@@ -240,7 +241,7 @@ def _namedtuple_run(backend_name: str, y: np.ndarray) -> nuts.NutsResult:
     return nuts.sample(log_prob, _as(backend_name, start), **options)
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_a_namedtuple_state_with_per_chain_data(backend_name):
     y = np.arange(6.0).reshape(3, 2)
     result = _namedtuple_run(backend_name, y)
@@ -306,7 +307,7 @@ def test_float32_on_jax_without_x64_stays_float32():
 # -- thinning across a resumed run ------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_thinned_draws_of_a_resumed_run_are_those_of_one_run(backend_name):
     whole = model.run(backend_name, num_warmup=20, num_samples=12, thin=3)
     first = model.run(backend_name, num_warmup=20, num_samples=6, thin=3)
@@ -558,7 +559,7 @@ def test_a_log_density_that_falls_back_is_warned_about_at_the_users_line():
 # -- one chain -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_one_chain_samples_resumes_and_steps(backend_name):
     start = {name: leaf[:1] for name, leaf in model.initial().items()}
     if backend_name == "numpy":

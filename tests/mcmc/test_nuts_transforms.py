@@ -143,7 +143,7 @@ def _assert_moments(draws, mean, sd, what):
 MOMENT_DRAWS, MOMENT_WARMUP = tiers.pick((100, 150), (200, 200))
 
 
-@pytest.mark.parametrize("backend_name", tiers.numpy_fast(backends.BACKEND_NAMES))
+@pytest.mark.parametrize("backend_name", tiers.one_compiled(backends.BACKEND_NAMES))
 def test_a_half_normal_scale_and_a_dirichlet_simplex_have_their_moments(backend_name):
     result = model.run(backend_name, num_samples=MOMENT_DRAWS, num_warmup=MOMENT_WARMUP)
     sigma, w = np.asarray(result.samples["sigma"]), np.asarray(result.samples["w"])
