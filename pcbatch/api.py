@@ -707,9 +707,9 @@ class Context:
         self._functions: dict[str, BatchedFunction] = {}
         # IR modules by the names of the functions they hold: `module` holds every
         # function, `program` only main and the batched functions main can reach
-        # (and, for a call with None or text arguments, main's values of those, which
-        # the functions are compiled for: `pcbatch.frontend.statics`)
-        self._modules: dict[tuple[frozenset[str], Specialised], Module] = {}
+        # and main (None: no main), with, for a call with None or text arguments, main's
+        # values of those, which the functions are compiled for (`pcbatch.frontend.statics`)
+        self._modules: dict[tuple[frozenset[str], str | None, Specialised], Module] = {}
         self._snapshot: Snapshot | None = None  # the globals and closures it was built from
         self._programs: dict[tuple[str, Statics], Program] = {}
         self._cache = runner.CompileCache()
@@ -780,17 +780,20 @@ class Context:
         """The IR `Module` of every function decorated so far (compiled once, then cached)."""
         return self._module_of(frozenset(self._functions))
 
-    def _module_of(self, names: frozenset[str], specialised: Specialised = None) -> Module:
-        """The IR `Module` of the functions ``names`` (built once, then cached), with
-        ``specialised`` = (function, its static values) compiled for those values."""
-        key = (names, specialised)
+    def _module_of(
+        self, names: frozenset[str], main: str | None = None, specialised: Specialised = None
+    ) -> Module:
+        """The IR `Module` of the functions ``names`` (built once, then cached), called
+        from Python through ``main``, with ``specialised`` = (main, its static values)
+        compiled for those values."""
+        key = (names, main, specialised)
         with self._lock:
             if key not in self._modules:
                 if self._snapshot is None:
                     # Before the build: a value changed while it runs is noticed next call.
                     self._snapshot = Snapshot(self._functions.values())
                 chosen = {n: bf for n, bf in self._functions.items() if n in names}
-                self._modules[key] = _build_module(chosen, specialised)
+                self._modules[key] = _build_module(chosen, main, specialised)
             return self._modules[key]
 
     def _forget_if_globals_changed(self) -> None:
@@ -838,7 +841,7 @@ class Context:
                 # Only what main can reach is compiled: a mistake in an unrelated
                 # function of this Context is reported when that function is called.
                 names = _reachable(self._functions, main)
-                module = self._module_of(names, (main, statics) if statics else None)
+                module = self._module_of(names, main, (main, statics) if statics else None)
                 self._programs[key] = module.program(main)
             return self._programs[key]
 
@@ -1003,7 +1006,9 @@ def _reachable(functions: dict[str, BatchedFunction], main: str) -> frozenset[st
     return frozenset(seen)
 
 
-def _build_module(functions: dict[str, BatchedFunction], specialised: Specialised) -> Module:
+def _build_module(
+    functions: dict[str, BatchedFunction], main: str | None, specialised: Specialised
+) -> Module:
     parsed = {name: parse_function(bf.python_function) for name, bf in functions.items()}
     batched_names = frozenset(functions)
     for p in parsed.values():
@@ -1014,7 +1019,7 @@ def _build_module(functions: dict[str, BatchedFunction], specialised: Specialise
         params = tuple(n for n in bf.signature.parameters if n not in static)
         mb.declare(name, params=params, returns=1)
     for p in parsed.values():
-        _define(mb, p, functions, specialised)
+        _define(mb, p, functions, main, specialised)
     module = mb.module()
     return Module(
         tuple(_finished(fn, functions[fn.name].type_inference) for fn in module.functions)
@@ -1025,6 +1030,7 @@ def _define(
     mb: ModuleBuilder,
     p: ParsedFunction,
     functions: dict[str, BatchedFunction],
+    main: str | None,
     specialised: Specialised,
 ) -> None:
     loc = SourceLoc(p.filename, p.name, p.tree.lineno)
@@ -1041,7 +1047,7 @@ def _define(
         return None
 
     with mb.define(p.name, loc=loc) as fb:
-        Translator(p, fb, resolve, specialised).function_body()
+        Translator(p, fb, resolve, specialised, is_main=p.name == main).function_body()
     _, error = mb._defined[p.name]
     if error:
         last = p.tree.body[-1]

@@ -13,6 +13,7 @@ __all__ = [
     "NestedBatchedCallError",
     "PcbatchError",
     "StackOverflowError",
+    "StaticValueError",
     "TypeInferenceError",
     "UncheckedFailureError",
     "VerificationError",
@@ -127,6 +128,12 @@ class AutobatchSyntaxError(PcbatchError, SyntaxError):
 
     def __init__(self, message: str, filename: str, lineno: int, offset: int, text: str):
         SyntaxError.__init__(self, message, (filename, lineno, offset, text))
+
+
+class StaticValueError(AutobatchSyntaxError, TypeError):
+    """A None or text argument (fixed for the call: `pcbatch.frontend.statics`) used as a
+    per-example value (``x + tol``, ``return method``): Python raises TypeError on such
+    code per example; pcbatch refuses it at the line before anything runs."""
 
 
 class NestedBatchedCallError(PcbatchError, RuntimeError):

@@ -16,6 +16,8 @@ import builtins
 from pcbatch.frontend.parse import ParsedFunction, local_names, parameter_names
 
 _STATEMENTS_OK = (
+    ast.Raise,  # where compiled, a branch decided when compiling: `to_ir.Translator`
+    ast.Assert,
     ast.Assign,
     ast.AugAssign,
     ast.AnnAssign,
@@ -32,8 +34,6 @@ _STATEMENTS_OK = (
 _STATEMENT_ADVICE = {
     ast.Try: "try/except is not supported; check the condition with if instead",
     ast.With: "with blocks are not supported; move that code into a plain helper function",
-    ast.Raise: "raise is not supported inside a batched function",
-    ast.Assert: "assert is not supported inside a batched function",
     ast.Global: "global is not supported; pass the value as an argument and return the result",
     ast.Nonlocal: "nonlocal is not supported; pass the value as an argument and return it",
     ast.FunctionDef: "nested def is not supported; define the function at module level "
@@ -263,6 +263,12 @@ class _Fence(ast.NodeVisitor):
             "assigning to an item or attribute is not supported; build a new value instead "
             "(e.g. with np.where or a new tuple)",
         )
+
+    def check_Raise(self, stmt: ast.Raise) -> None:
+        pass  # its exception is made when compiling, from values known then (to_ir)
+
+    def check_Assert(self, stmt: ast.Assert) -> None:
+        pass  # likewise
 
     def check_If(self, stmt: ast.If) -> None:
         self.check_value(stmt.test)

@@ -34,11 +34,14 @@ class ParsedFunction:
     def line_text(self, lineno: int) -> str:
         return linecache.getline(self.filename, lineno).rstrip("\n")
 
-    def syntax_error(self, node: ast.AST, message: str) -> AutobatchSyntaxError:
-        """An `AutobatchSyntaxError` located at ``node`` in the user's file."""
+    def syntax_error(
+        self, node: ast.AST, message: str, kind: type[AutobatchSyntaxError] = AutobatchSyntaxError
+    ) -> AutobatchSyntaxError:
+        """An `AutobatchSyntaxError` (or the subclass ``kind``) located at ``node`` in the
+        user's file."""
         lineno = getattr(node, "lineno", self.tree.lineno)
         col = getattr(node, "col_offset", 0)
-        return AutobatchSyntaxError(
+        return kind(
             f"in batched function {self.name!r}: {message}",
             self.filename,
             lineno,

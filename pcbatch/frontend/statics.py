@@ -11,9 +11,10 @@ What is known at compile time (`evaluate`): literals, the static parameters (Non
 text, passed or by default, of the function called from Python), global and closure
 values that are immutable scalars (None, bool, int, float, complex, text, and tuples
 of them; names read through modules too, ``config.DEBUG``), any global object in an
-identity test (``W is None``), and ``not``, ``and``/``or``, comparisons, arithmetic
-and conditional expressions of those. Globals are read as Python reads them at the
-call: a rebound global rebuilds the program (`pcbatch.frontend.snapshot`).
+identity test (``W is None``), and ``not``, ``and``/``or``, comparisons, arithmetic,
+conditional expressions and text methods (``method.lower()``) of those. Globals are
+read as Python reads them at the call: a rebound global rebuilds the program
+(`pcbatch.frontend.snapshot`).
 
 Where a static parameter may go: tests (``if``, ``while``, ``x if c else y``,
 ``and``/``or``), arithmetic folded to a number, arguments of plain helpers
@@ -127,7 +128,27 @@ def _evaluate(node: ast.expr, lookup: Callable[[ast.expr], Any]) -> Any:
     if isinstance(node, ast.Tuple):
         items = [_evaluate(e, lookup) for e in node.elts]
         return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
+    if isinstance(node, ast.Call):
+        return _text_method(node, lookup)
     return UNKNOWN
+
+
+#: methods of text that a test may call on a text argument (``method.lower() == "lu"``)
+_TEXT_METHODS = frozenset({
+    "lower", "upper", "casefold", "strip", "lstrip", "rstrip", "startswith", "endswith",
+    "replace", "removeprefix", "removesuffix", "isdigit", "isalpha", "isalnum",
+})
+
+
+def _text_method(node: ast.Call, lookup: Callable[[ast.expr], Any]) -> Any:
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _TEXT_METHODS or node.keywords:
+        return UNKNOWN
+    owner = _evaluate(func.value, lookup)
+    args = [_evaluate(a, lookup) for a in node.args]
+    if type(owner) is not str or any(a is UNKNOWN for a in args):
+        return UNKNOWN
+    return getattr(owner, func.attr)(*args)
 
 
 def _bool_op(node: ast.BoolOp, lookup: Callable[[ast.expr], Any]) -> Any:

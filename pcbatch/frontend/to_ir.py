@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import copy
 import inspect
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from pcbatch import callbacks
 from pcbatch.dsl import FunctionBuilder
+from pcbatch.errors import AutobatchSyntaxError, StaticValueError
 from pcbatch.frontend import runtime, statics
 from pcbatch.frontend.parse import ParsedFunction, local_names
 from pcbatch.ir.nodes import SourceLoc
@@ -111,6 +113,7 @@ class Translator:
         builder: FunctionBuilder,
         resolve_batched: Callable[[str], Any],
         specialised: statics.Specialised = None,
+        is_main: bool = False,
     ):
         self.parsed = parsed
         self.fb = builder
@@ -126,6 +129,14 @@ class Translator:
             dict(specialised[1]) if specialised and specialised[0] == parsed.name else {}
         )
         self.folder = statics.Folder(self.statics, self.static_lookup)
+        # how many loops and per-example branches enclose the statement being compiled,
+        # and whether one compiled before it may have returned for some examples: then
+        # not every example reaches it
+        self.dynamic_depth = 0
+        self.some_returned = False
+        # called from Python (not only from other batched functions): every example of
+        # the call runs its top level
+        self.is_main = is_main
 
     # -- helpers ---------------------------------------------------------------
     def loc(self, node: ast.AST) -> SourceLoc:
@@ -208,8 +219,8 @@ class Translator:
         """Whether ``node`` calls ``function`` (by any name or module path it has here)."""
         return isinstance(node, ast.Call) and self.constant_of(node.func) is function
 
-    def error(self, node: ast.AST, message: str):
-        return self.parsed.syntax_error(node, message)
+    def error(self, node: ast.AST, message: str, kind: type = AutobatchSyntaxError):
+        return self.parsed.syntax_error(node, message, kind)
 
     # -- values known at compile time (`pcbatch.frontend.statics`) ------------------
     def static_lookup(self, node: ast.expr) -> Any:
@@ -231,8 +242,8 @@ class Translator:
         held = statics.held_static(folded)
         if held is not None:
             name = held.pcbatch_static  # type: ignore[attr-defined]
-            raise self.error(held, _static_value_advice(self.parsed.name, name,
-                                                        self.statics[name]))
+            advice = _static_value_advice(self.parsed.name, name, self.statics[name])
+            raise self.error(held, advice, StaticValueError)
         return folded
 
     def no_static_writes(self, stmt: ast.stmt, where: str) -> None:
@@ -355,6 +366,8 @@ class Translator:
         self.fb.prim(SetItem(tuple(index)), name, value_var, *index_vars, out=name, name="setitem")
 
     def stmt_Return(self, stmt: ast.Return) -> None:
+        if self.dynamic_depth:
+            self.some_returned = True
         value = self.fold(stmt.value)
         if isinstance(value, ast.IfExp) and not _is_trivially_pure(value):
             # `return a if c else f(x)` returns from each arm, so f(x) stays a tail call.
@@ -373,11 +386,79 @@ class Translator:
             return self.body(stmt.body if test else stmt.orelse)
         self.no_static_writes(stmt, "inside an if on per-example values")
         cond = self.condition(stmt.test)
-        with self.fb.if_(cond):
+        with self.fb.if_(cond), self.per_example_path():
             self.body(stmt.body)
         if stmt.orelse:
-            with self.fb.else_():
+            with self.fb.else_(), self.per_example_path():
                 self.body(stmt.orelse)
+        return None
+
+    @contextlib.contextmanager
+    def per_example_path(self) -> Iterator[None]:
+        """Inside a loop or a branch on per-example values: reached by some examples."""
+        self.dynamic_depth += 1
+        try:
+            yield
+        finally:
+            self.dynamic_depth -= 1
+
+    def stmt_Raise(self, stmt: ast.Raise) -> None:
+        """``raise`` where every example reaches it (straight-line code, or a branch
+        decided when compiling: ``else: raise ValueError(f"unknown method {method!r}")``)
+        raises for every example, so the call raises it, made from the values known when
+        compiling; elsewhere it is refused."""
+        if stmt.exc is None:
+            raise self.error(stmt, "a bare raise (re-raise) is not supported: there is no "
+                             "exception being handled in a batched function")
+        self.raise_for_every_example(stmt, stmt.exc, "raise")
+
+    def stmt_Assert(self, stmt: ast.Assert) -> None:
+        """``assert`` on a value known when compiling: nothing, or AssertionError."""
+        test = self.known(stmt.test)
+        if test is statics.UNKNOWN:
+            raise self.error(
+                stmt, "assert on per-example values is not supported (it would stop every "
+                "example); return a flag or a sentinel such as np.nan for the failing ones "
+                "(assert on None or text arguments and global constants is supported)")
+        if not test:
+            message = stmt.msg
+            error = ast.Call(func=ast.Name(id="AssertionError", ctx=ast.Load()),
+                             args=[message] if message is not None else [], keywords=[])
+            self.raise_for_every_example(stmt, ast.copy_location(error, stmt), "assert")
+
+    def raise_for_every_example(self, stmt: ast.stmt, exc: ast.expr, what: str) -> None:
+        if not self.is_main:
+            raise self.error(
+                stmt, f"{what} in a function called from another batched function is not "
+                "supported (only the examples that call it would raise); return a flag or "
+                "a sentinel such as np.nan, or raise in the function you call from Python")
+        if self.dynamic_depth or self.some_returned:
+            raise self.error(
+                stmt, f"{what} inside a loop or a branch on per-example values, or after a "
+                "return on one, is not supported (only some examples would reach it); "
+                "return a flag or a sentinel "
+                "such as np.nan for them. A raise in a branch decided when compiling (on "
+                "None or text arguments, or global constants) is supported")
+        dynamic = [n.id for n in ast.walk(exc) if isinstance(n, ast.Name)
+                   and n.id in self.locals and n.id not in self.statics]
+        if dynamic:
+            raise self.error(
+                stmt, f"the exception this {what} raises reads {dynamic[0]!r}, a per-example "
+                "value: make it from literals, globals and None or text arguments only")
+        namespace = {**self.parsed.globals, **self.parsed.closure, **self.statics}
+        code = compile(ast.fix_missing_locations(ast.Expression(copy.deepcopy(exc))),
+                       self.parsed.filename, "eval")
+        error = eval(code, namespace)  # noqa: S307 - the user's own expression
+        if isinstance(error, type) and issubclass(error, BaseException):
+            error = error()
+        if not isinstance(error, BaseException):
+            raise self.error(stmt, "exceptions must derive from BaseException")
+        note = (f"raised by {self.parsed.name} at {self.parsed.filename}, line "
+                f"{stmt.lineno}, for every example of the call (pcbatch decided the branch "
+                "when compiling)")
+        if hasattr(error, "add_note"):
+            error.add_note(note)
+        raise error
 
     def stmt_While(self, stmt: ast.While) -> None:
         self.no_static_writes(stmt, "inside a loop")
@@ -385,7 +466,7 @@ class Translator:
         if test is not statics.UNKNOWN and not test:
             return  # the body never runs
         always = test is not statics.UNKNOWN
-        with self.fb.loop():
+        with self.fb.loop(), self.per_example_path():
             if not always:
                 self.fb.break_unless(self.condition(stmt.test))
             self.body(stmt.body)
@@ -413,7 +494,7 @@ class Translator:
         counter = self.fb.prim(
             runtime.python_int, start, out=self.fresh(), name="range_start", per_example=True
         )
-        with self.fb.loop():
+        with self.fb.loop(), self.per_example_path():
             more = self.fb.prim(
                 _range_continues, counter, stop, step, out=self.fresh(), name="range_test"
             )
@@ -518,7 +599,8 @@ class Translator:
                 argument = bound.arguments[name]
                 if statics.is_static_value(self.known(argument)):
                     raise self.error(argument, _STATIC_TO_CALLEE.format(
-                        callee=callee.name, name=name, value=self.known(argument)))
+                        callee=callee.name, name=name, value=self.known(argument)),
+                        StaticValueError)
                 args.append(self.value(argument))
             elif statics.is_static_value(param.default):
                 raise self.error(

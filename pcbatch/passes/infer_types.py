@@ -491,7 +491,9 @@ class _Inference:
                                 f"could not infer the type of {var!r} in function "
                                 f"{function.name!r}{where(op.loc)}: nothing that defines it "
                                 "ever produces a value (e.g. a recursion with no base case, "
-                                "or a branch that never returns)"
+                                "a branch that never returns, or a local that no statement "
+                                "compiled for this call assigns, where Python would raise "
+                                "UnboundLocalError: assign it on every path)"
                             )
 
 

@@ -66,6 +66,27 @@ def countdown(n, mode="down", acc=0):
 
 
 @ctx.batch
+def text_methods(x, method="LU"):
+    if method.lower() == "lu":
+        return x + 1.0
+    if method.startswith("ch") and x > 0:
+        return x * 2.0
+    return x
+
+
+@ctx.batch
+def checked_method(x, method="a"):
+    assert method in ("a", "b", "c"), f"unknown method {method!r}"
+    for _ in range(2):
+        x = x + 1.0
+    if method == "a":
+        return x
+    elif method == "b":
+        return -x
+    raise NotImplementedError(f"method {method!r} is planned")
+
+
+@ctx.batch
 def global_none(x):
     return x if SHIFT is None else x + SHIFT
 
@@ -135,3 +156,47 @@ def recurses_with_another_value(n, mode="down"):
     if n <= 0:
         return 0
     return 1 + recurses_with_another_value(n - 1)  # ERROR
+
+
+def unassigned_for_this_value(x, method="b"):
+    if method == "a":
+        y = x
+    return y  # ERROR
+
+
+def raise_after_a_per_example_return(x, method="a"):
+    if x > 0:
+        return x
+    if method == "a":
+        raise ValueError("negative")  # ERROR
+    return x
+
+
+def raise_in_a_loop(x, method="a"):
+    for _ in range(3):
+        if method == "a":
+            raise ValueError("in a loop")  # ERROR
+    return x
+
+
+def raise_with_a_per_example_value(x, method="a"):
+    if method == "a":
+        raise ValueError(x)  # ERROR
+    return x
+
+
+ctx_raising_callee = pcbatch.Context()
+
+
+@ctx_raising_callee.batch
+def raising_callee(x):
+    if SHIFT is None:
+        raise ValueError("only where called")  # ERROR
+    return x
+
+
+@ctx_raising_callee.batch
+def calls_a_raising_callee(x):
+    if x > 100.0:
+        return raising_callee(x)
+    return x

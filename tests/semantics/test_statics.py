@@ -53,10 +53,12 @@ def test_a_per_example_tolerance_beside_a_text_option(backend_name):
 
 
 @backend_param
-def test_text_goes_to_a_plain_helper_and_or_folds(backend_name):
+def test_text_goes_to_a_plain_helper_its_methods_and_or_fold(backend_name):
     b = backends.backend(backend_name)
     xs = np.array([-1.0, 0.5, 2.0])
     for fn, options in ((src.helper_option, {}), (src.helper_option, {"how": "keep"}),
+                        (src.text_methods, {}), (src.text_methods, {"method": "chol"}),
+                        (src.text_methods, {"method": "qr"}),
                         (src.folded_or, {}), (src.folded_or, {"scale": None})):
         expected = _plain(fn, xs, **options)
         backends.assert_close(fn(xs, backend=b, **options), expected, backend_name)
@@ -93,12 +95,32 @@ def test_a_rebound_global_constant_rebuilds_the_program(monkeypatch):
     np.testing.assert_array_equal(src.global_none(xs), xs + 10.0)
 
 
+@backend_param
+def test_raise_and_assert_in_a_branch_decided_when_compiling(backend_name):
+    b = backends.backend(backend_name)
+    xs = np.array([1.0, -2.0])
+    for method in ("a", "b"):
+        backends.assert_close(src.checked_method(xs, method=method, backend=b),
+                              src.checked_method(xs, method=method, dry_run=True), backend_name)
+    for method, error, match in (("c", NotImplementedError, "method 'c' is planned"),
+                                 ("d", AssertionError, "unknown method 'd'")):
+        with pytest.raises(error, match=match):
+            src.checked_method(xs, method=method, dry_run=True)  # Python, per example
+        with pytest.raises(error, match=match) as info:
+            src.checked_method(xs, method=method, backend=b)
+        notes = getattr(info.value, "__notes__", [])  # Python 3.11+
+        assert all("for every example of the call" in n for n in notes)
+
+
 REJECTED = [
     ("rebound_in_loop", "cannot be rebound inside a loop"),
     ("rebound_in_branch", "cannot be rebound inside an if on per-example values"),
     ("returned", "'method' is 'a' in this call"),
     ("held", "'tol' is None in this call"),
     ("computed", "'tol' is None in this call"),
+    ("raise_after_a_per_example_return", "or after a return on one"),
+    ("raise_in_a_loop", "raise inside a loop"),
+    ("raise_with_a_per_example_value", "reads 'x', a per-example value"),
 ]
 
 
@@ -109,18 +131,36 @@ def test_a_static_argument_held_as_a_value_is_rejected_at_its_line(backend_name,
     with pytest.raises(pcbatch.AutobatchSyntaxError, match=match) as info:
         fn(np.array([1.0, 2.0]), backend=backends.backend(backend_name))
     assert (info.value.filename, info.value.lineno) == (src.__file__, _error_line(fn))
+    # used as a value, Python's TypeError per example; pcbatch's is one too
+    assert isinstance(info.value, TypeError) == (name in ("returned", "held", "computed"))
 
 
 @backend_param
-def test_text_passed_on_to_another_batched_function_is_rejected_at_its_line(backend_name):
+def test_text_or_a_raise_reaching_another_batched_function_is_rejected_at_its_line(
+    backend_name,
+):
     b = backends.backend(backend_name)
     cases = ((src.passes_text, "passes flag='up' to the batched function callee", {}),
+             (src.calls_a_raising_callee, "raise in a function called from another", {}),
              (src.recurses_with_another_value, "compiled for mode='up'", {"mode": "up"}))
     for fn, match, options in cases:
         with pytest.raises(pcbatch.AutobatchSyntaxError, match=match) as info:
             fn(np.array([1, 2]), backend=b, **options)
-        assert (info.value.filename, info.value.lineno) == (src.__file__, _error_line(fn))
+        line = _error_line(src.raising_callee if fn is src.calls_a_raising_callee else fn)
+        assert (info.value.filename, info.value.lineno) == (src.__file__, line)
     # the default is the value the call compiles for: the recursion is fine
     expected = src.recurses_with_another_value(np.array([1, 2]), dry_run=True)
     backends.assert_close(src.recurses_with_another_value(np.array([1, 2]), backend=b),
                           expected, backend_name)
+
+
+@backend_param
+def test_a_local_only_the_branch_not_taken_assigns_is_rejected_at_its_read(backend_name):
+    """Python raises UnboundLocalError at ``return y`` for every example."""
+    fn = pcbatch.Context().batch(src.unassigned_for_this_value)
+    with pytest.raises(UnboundLocalError):
+        fn(np.array([1.0, 2.0]), dry_run=True)
+    with pytest.raises(pcbatch.TypeInferenceError, match="UnboundLocalError") as info:
+        fn(np.array([1.0, 2.0]), backend=backends.backend(backend_name))
+    assert f"{src.__file__}:{_error_line(fn)}" in str(info.value)
+    np.testing.assert_array_equal(fn(np.array([1.0, 2.0]), method="a", dry_run=True), [1, 2])
