@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch.backends import per_example
+from pcbatch.backends import bounds, per_example
 from pcbatch.backends.per_example import BatchedView
 from pcbatch.backends.scalars import BatchedValueError, OtherLibraryCall
 from pcbatch.ir.types import is_pattern_node, rebuild
@@ -79,11 +79,17 @@ class BatchedArray(BatchedView):
     def __getitem__(self, index: Any) -> BatchedArray:
         if not isinstance(index, tuple):
             index = (index,)
-        if any(isinstance(i, BatchedArray) for i in index):
-            if all(_is_simple_index(i) for i in index):
-                return BatchedArray(_gather(self.data, index))
-            return _per_example(lambda x: x[index if len(index) > 1 else index[0]], (self,), {})
-        return BatchedArray(self.data[(slice(None), *index)])
+        try:
+            if any(isinstance(i, BatchedArray) for i in index):
+                if all(_is_simple_index(i) for i in index):
+                    return BatchedArray(_gather(self.data, index))
+                one = index if len(index) > 1 else index[0]
+                return _per_example(lambda x: x[one], (self,), {})
+            return BatchedArray(self.data[(slice(None), *index)])
+        except IndexError:
+            # NumPy names the batch's axis (1 for the example's 0): say the example's
+            bounds.check_batched(self.shape, index, _batch_values)
+            raise
 
     def __tf_tensor__(self, dtype=None, name=None):
         raise OtherLibraryCall("TensorFlow", "TensorFlowBackend()")
@@ -109,6 +115,7 @@ class BatchedArray(BatchedView):
         return _wrap(ufunc(*aligned, **kwargs), size)
 
     def __array_function__(self, func, types, args, kwargs):
+        per_example.refuse_ragged(func, args)
         rule = _RULES.get(func)
         if rule is not None:
             result = rule(func, args, kwargs)
@@ -233,6 +240,10 @@ def _wrap(result, size):
     if size is not None and result.ndim and result.shape[0] == size:
         return BatchedArray(result)
     return result
+
+
+def _batch_values(part):
+    return part.data if isinstance(part, BatchedArray) else None
 
 
 def _is_simple_index(part) -> bool:

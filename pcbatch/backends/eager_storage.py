@@ -58,8 +58,9 @@ class EagerArrays(Protocol):
 
     def to_host(self, value: Any) -> np.ndarray: ...
 
-    def wrap_negative(self, index: Any, size: int) -> Any:
-        """``index``, negative entries counted from ``size`` (Python's rule)."""
+    def wrap_negative(self, index: Any, size: int, axis: int) -> Any:
+        """``index``, negative entries counted from ``size`` (Python's rule); NumPy's
+        IndexError (naming the example's ``axis``) for an entry out of bounds."""
 
     def as_index(self, value: Any, like: Any) -> Any:
         """``value`` as an integer index array for ``like``."""
@@ -100,8 +101,8 @@ class NumpyArrays:
     def to_host(self, value: Any) -> np.ndarray:
         return np.asarray(value)
 
-    def wrap_negative(self, index: np.ndarray, size: int) -> np.ndarray:
-        return np.where(index < 0, index + size, index)
+    def wrap_negative(self, index: np.ndarray, size: int, axis: int) -> np.ndarray:
+        return setitem.wrap_checked(index, size, axis)
 
     def as_index(self, value: Any, like: np.ndarray) -> np.ndarray:
         return np.asarray(value)
@@ -150,7 +151,7 @@ class Register:
         """``top[index] = value`` in place, for the lanes' threads only."""
         arrays, top = self.arrays, self.top
         dims = top.shape[1:]
-        wrap = lambda i, axis: arrays.wrap_negative(i, dims[axis])
+        wrap = lambda i, axis: arrays.wrap_negative(i, dims[axis], axis)
         key = assignment.key(lanes.rows(), [arrays.as_index(i, top) for i in indices], wrap)
         value = arrays.storable(value, top) if arrays.converts else np.asarray(value)
         top[key] = setitem.align(value, assignment.rest_rank(top.ndim))

@@ -330,6 +330,8 @@ class JaxBackend:
         if mask is not None:
             rows = jnp.where(mask, rows, size)  # out of range: dropped
         dims = target.shape[1:]
+        # An index out of bounds writes into its own thread's row at most (past the end:
+        # dropped), and that thread fails `SetItem.faulting` and stops.
         wrap = lambda i, axis: jnp.where(i < 0, i + dims[axis], i)
         key = setitem.key(rows, [jnp.asarray(i) for i in indices], wrap)
         value = align(jnp.asarray(value).astype(target.dtype), setitem.rest_rank(target.ndim))

@@ -247,9 +247,11 @@ class NumpyBackend:
     def run_on_dummies(
         self, primitive_callable: Callable, input_types: Sequence[Type], fill: Any = 1
     ):
-        """Calls the primitive on arrays filled with ``fill`` of the given (batched) types."""
+        """Calls the primitive on arrays filled with ``fill`` of the given (batched) types
+        (`dummy_array`)."""
         args = [
-            map_pattern(lambda t: np.full(t.shape, fill, t.dtype), t.tensors) for t in input_types
+            map_pattern(lambda t: dummy_array(t.shape, t.dtype, fill), t.tensors)
+            for t in input_types
         ]
         with np.errstate(all="ignore"):
             return primitive_callable(*args)
@@ -283,3 +285,14 @@ class NumpyBackend:
 
     def wrap_straightline_callable(self, f):
         return f
+
+
+def dummy_array(shape: tuple, dtype: Any, fill: Any) -> np.ndarray:
+    """An array of ``shape`` (batched: the batch first) filled with ``fill``; with
+    ``fill="eye"``, each example's square matrices the identity (ones otherwise): a
+    primitive that solves, inverts or factors a matrix fails on all ones and all zeros."""
+    if fill != "eye":
+        return np.full(shape, fill, dtype)
+    if len(shape) >= 3 and shape[-1] == shape[-2]:
+        return np.broadcast_to(np.eye(shape[-1], dtype=dtype), shape).copy()
+    return np.ones(shape, dtype)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.backends import bounds, division, per_example
 from pcbatch.backends.per_example import (
     PerExampleValue,
     fitted_ints,
@@ -110,7 +111,12 @@ class Dispatched(PerExampleValue):
             ) from None
 
     def __getitem__(self, index):
-        return self._wrap(self.value[unwrap(index)])
+        index = unwrap(index)
+        parts = index if isinstance(index, tuple) else (index,)
+        if any(_is_foreign_array(p) and _numpy_dtype(p).kind == "b" for p in parts):
+            # TensorFlow's mask inside its vectorizer gave wrong items, JAX refuses it
+            per_example.refuse_boolean_mask()
+        return self._wrap(self.value[bounds.checked_index(self.shape, index, self.xp)])
 
     def astype(self, dtype, **kwargs):
         return self._wrap(self.xp.asarray(self.value, dtype=_available(dtype, self.xp)))
@@ -155,10 +161,10 @@ class Dispatched(PerExampleValue):
         function = getattr(self.xp, ufunc.__name__, None)
         if function is None and ufunc.__name__ in _UFUNC_ALIASES:
             function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)
-        if function is None and ufunc.__name__ in _SHIFTS and self.xp.__name__ == _TF_NUMPY:
-            import tensorflow as tf  # tf.experimental.numpy has no shifts
-
-            function = getattr(tf.bitwise, ufunc.__name__)
+        if ufunc.__name__ in division.UFUNCS and method == "__call__":
+            function = division.numpy_exact(ufunc.__name__, function, self.xp)
+        if function is None and self.xp.__name__ == _TF_NUMPY:
+            function = _tensorflow_ufunc(ufunc.__name__)
         if method != "__call__" or function is None:
             return NotImplemented
         inputs = unwrap(inputs)
@@ -169,12 +175,17 @@ class Dispatched(PerExampleValue):
         if ufunc.__name__ in _COMPARISONS:
             inputs = _exact_int_comparison(inputs, self.xp)
         inputs = _weak_scalars(inputs)
+        inputs, narrowed = _numpy_loop(ufunc, inputs, self.xp)
         if ufunc is np.power:
             function = _jax_power if self.xp.__name__ == _JAX_NUMPY else function
             inputs = _checked_exponent(*inputs, xp=self.xp)
-        return self._wrap(function(*inputs, **unwrap(kwargs)))
+        result = function(*inputs, **unwrap(kwargs))
+        if narrowed is not None:
+            result = self.xp.asarray(result, dtype=narrowed)
+        return self._wrap(result)
 
     def __array_function__(self, func, types, args, kwargs):
+        per_example.refuse_ragged(func, args)
         target = _counterpart(func, self.xp)
         if target is None:
             raise TypeError(
@@ -182,6 +193,8 @@ class Dispatched(PerExampleValue):
                 f"{self.xp.__name__}; use a function it provides"
             )
         renamed = _RENAMED.get(self.xp.__name__, {})
+        unsigned_sum = "dtype" not in kwargs and func in _WIDENING and _unsigned(args)
+        kwargs = _numpy_result_dtype(func, args, kwargs, self.xp)
         if func in (np.where, np.clip):
             args, kwargs = fitted_ints(func, args, kwargs)
         kwargs = {renamed.get((func.__name__, k), k): v for k, v in kwargs.items()}
@@ -190,12 +203,15 @@ class Dispatched(PerExampleValue):
             values = args[1:] if func is np.where else args
             values, weak_result = weak_operands(func.__name__, values)
             args = (args[0], *values) if func is np.where else values
-        args = unwrap(args)
+        args = _float_input(func, unwrap(args), self.xp)
         if func in (np.where, np.clip):
             args = _weak_scalars(args)
         if weak_result:
             return weakened(self._wrap(target(*args, **unwrap(kwargs))))
-        return self._wrap(target(*args, **unwrap(kwargs)))
+        result = target(*args, **unwrap(kwargs))
+        if unsigned_sum and self.xp.__name__ == _TF_NUMPY:
+            result = self.xp.asarray(result, dtype=np.uint64)
+        return self._wrap(result)
 
 
 def _written_in_place(ufunc, method: str, xp) -> str:
@@ -274,6 +290,52 @@ class WeakDispatched(Dispatched):
 # Binary ufuncs whose operands NumPy does not promote to one dtype (``ldexp(float, int)``).
 _MIXED_TYPE_UFUNCS = frozenset({"ldexp"})
 
+#: NumPy sums and multiplies booleans and integers narrower than 64 bits in int64 (uint64
+#: for unsigned ones): ``np.cumsum(int8_v)`` does not wrap at 127. JAX's cumsum and
+#: cumprod kept int8 and wrapped, TensorFlow's trace too.
+_WIDENING = frozenset({
+    np.sum, np.prod, np.cumsum, np.cumprod, np.trace,
+    np.nansum, np.nanprod, np.nancumsum, np.nancumprod,
+})
+#: NumPy's mean, variance and standard deviation of integers are float64 (JAX's mean of
+#: int8 was float32)
+_FLOAT_OF_INTEGERS = frozenset({np.mean, np.var, np.std, np.nanmean, np.nanvar, np.nanstd})
+
+
+def _unsigned(args: tuple) -> bool:
+    return bool(args) and _is_foreign_array(args[0]) and _numpy_dtype(args[0]).kind == "u"
+
+
+def _numpy_result_dtype(func, args: tuple, kwargs: dict, xp) -> dict:
+    """``kwargs`` with the ``dtype`` NumPy would compute ``func`` of booleans or integers
+    in, where the library would choose another; unchanged if the caller gave one."""
+    if "dtype" in kwargs or not args or not _is_foreign_array(args[0]):
+        return kwargs
+    dtype = _numpy_dtype(args[0])
+    if dtype.kind not in "biu":
+        return kwargs
+    if func in _WIDENING and (dtype.kind == "b" or dtype.itemsize < 8):
+        # uint64 would be NumPy's for unsigned ones; XLA under TensorFlow has no uint64
+        # cumsum, and int64 holds any sum of narrower unsigned values the same
+        wide = np.uint64 if dtype.kind == "u" and xp.__name__ != _TF_NUMPY else np.int64
+        return {**kwargs, "dtype": _available(wide, xp)}
+    if func in _FLOAT_OF_INTEGERS:
+        return {**kwargs, "dtype": _available(np.float64, xp)}
+    return kwargs
+
+
+#: functions with no ``dtype`` argument that NumPy computes in float64 for integers (JAX
+#: in float32)
+_FLOAT_INPUT = frozenset({np.average, np.median, np.nanmedian, np.percentile, np.quantile})
+
+
+def _float_input(func, args: tuple, xp) -> tuple:
+    if func not in _FLOAT_INPUT or not args or not _is_foreign_array(args[0]):
+        return args
+    if _numpy_dtype(args[0]).kind not in "biu":
+        return args
+    return (xp.asarray(args[0], dtype=_available(np.float64, xp)), *args[1:])
+
 
 def _numpy_promotion(inputs: tuple, xp) -> tuple:
     """Arrays of different dtypes made NumPy's ``result_type`` of them first. JAX
@@ -289,6 +351,50 @@ def _numpy_promotion(inputs: tuple, xp) -> tuple:
         xp.asarray(x, dtype=target) if any(x is a for a in arrays) and x.dtype != target else x
         for x in inputs
     )
+
+
+def _numpy_loop(ufunc, inputs: tuple, xp) -> tuple:
+    """``(inputs, narrowed)``: the operands in the dtypes of the loop NumPy runs ``ufunc``
+    in, and the dtype to round the result to (or None). NumPy computes ``np.sqrt(int8)``
+    in float16 and ``np.sqrt(int32)`` in float64, where JAX computed both in float32 and
+    TensorFlow failed; and NumPy's float16 loops compute in float32 and round the result,
+    where JAX's ``exp2`` in float16 gave 8.01 for 8. (Integer loops need nothing.)"""
+    if ufunc.nout != 1 or not all(_is_foreign_array(x) or isinstance(x, np.ndarray)
+                                  for x in inputs):
+        return inputs, None
+    dtypes = tuple(_numpy_dtype(x) for x in inputs)
+    if not any(d.kind in "biu" or d == np.float16 for d in dtypes):
+        return inputs, None
+    try:
+        loop = ufunc.resolve_dtypes((*dtypes, None))
+    except (TypeError, ValueError):
+        return inputs, None  # no loop: the library says so itself
+    *wanted, out = loop
+    if all(d.kind in "biu" for d in wanted):
+        if xp.__name__ == _TF_NUMPY and ufunc.__name__ in _TF_FLOAT_ONLY:
+            float64 = _available(np.float64, xp)
+            return tuple(xp.asarray(x, dtype=float64) for x in inputs), out
+        return inputs, None
+    computing = [np.dtype(np.float32) if d == np.float16 else d for d in wanted]
+    inputs = tuple(
+        x if d == c else xp.asarray(x, dtype=_available(c, xp))
+        for x, d, c in zip(inputs, dtypes, computing)
+    )
+    return inputs, (out if out == np.float16 else None)
+
+
+#: ufuncs TensorFlow's NumPy takes floats only for (``np.floor(int8_v)`` is int8 in
+#: NumPy: computed in float64 there and converted back, exactly)
+_TF_FLOAT_ONLY = frozenset({"floor", "ceil", "trunc", "isnan", "isinf", "isfinite"})
+
+
+def _tensorflow_ufunc(name: str):
+    """A ufunc TensorFlow's NumPy lacks, from TensorFlow itself (None if none)."""
+    import tensorflow as tf
+
+    if name in _SHIFTS:
+        return getattr(tf.bitwise, name)
+    return {"rint": tf.math.round}.get(name)  # half to even, as NumPy
 
 
 def _float_division(inputs: tuple, xp) -> tuple:
@@ -337,6 +443,10 @@ def _checked_exponent(base, exponent, xp) -> tuple:
     # over the base too: a fixed exponent's flag says nothing of the example
     weak.note_fault(xp.logical_or(negative, xp.not_equal(base, base)), xp, weak.NEGATIVE_POWER)
     return base, xp.where(negative, xp.zeros_like(exponent), exponent)
+
+
+def _numpy_dtype(x) -> np.dtype:
+    return np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype))
 
 
 def _dtype_of(x):
@@ -393,7 +503,7 @@ def _fit_scalar(x, dtype: np.dtype):
 
 
 # Ufuncs some counterparts know by another name (``~x`` is ``np.invert``).
-_UFUNC_ALIASES = {"invert": "bitwise_not"}
+_UFUNC_ALIASES = {"invert": "bitwise_not", "trunc": "fix"}
 #: ``n << k``, ``n >> k``: on TensorFlow, tf.bitwise's (arithmetic right shift on signed
 #: integers, as NumPy's; a shift by the width or more is not NumPy's 0 or -1 there)
 _SHIFTS = ("left_shift", "right_shift")
@@ -448,12 +558,34 @@ def _tensorflow_norm(xp):
     return norm
 
 
+def _tensorflow_linalg(name: str):
+    """``np.linalg``'s ``solve``, ``inv``, ``cholesky`` for TensorFlow's NumPy, which has
+    none: ``tf.linalg``'s, with NumPy's vector right-hand side for ``solve`` (``b`` of
+    one dimension). (``det`` and ``slogdet`` are left out: XLA has no kernel for them.)"""
+
+    def counterpart(xp):
+        import tensorflow as tf
+
+        if name != "solve":
+            return getattr(tf.linalg, name)
+
+        def solve(a, b):
+            if len(b.shape) == 1:
+                return tf.linalg.solve(a, b[:, None])[:, 0]
+            return tf.linalg.solve(a, b)
+
+        return solve
+
+    return counterpart
+
+
 #: NumPy functions whose counterpart in a namespace is replaced
 _REPLACED = {
     "tensorflow.experimental.numpy": {
         "round": _tensorflow_round,
         "around": _tensorflow_round,
         "norm": _tensorflow_norm,
+        **{name: _tensorflow_linalg(name) for name in ("solve", "inv", "cholesky")},
     }
 }
 

@@ -48,6 +48,38 @@ __all__ = [
 ]
 
 
+#: NumPy functions whose result's length depends on the values: per example it differs
+RAGGED_FUNCTIONS = frozenset(
+    {np.nonzero, np.argwhere, np.flatnonzero, np.unique, np.extract, np.compress}
+)
+
+_RAGGED_ADVICE = (
+    "so the examples' results would differ in length, which one batch cannot hold. "
+    "Keep the length fixed: np.count_nonzero(mask), np.sum(np.where(mask, v, 0)), "
+    "np.where(mask, v, np.nan) with np.nanmax/np.nanmean, np.argmax(mask) for the first "
+    "True, np.sort(v)"
+)
+
+
+def refuse_ragged(func, args: tuple) -> None:
+    """``np.nonzero(c)``, ``np.where(c)`` with one argument, ``np.unique(v)``, ... of a
+    per-example value: a TypeError saying what to write instead."""
+    if func in RAGGED_FUNCTIONS or (func is np.where and len(args) == 1):
+        name = "np.where(condition)" if func is np.where else f"np.{func.__name__}"
+        raise BatchedValueError(
+            f"{name} gives as many items as the values select, {_RAGGED_ADVICE}"
+        )
+
+
+def refuse_boolean_mask() -> None:
+    """``v[mask]`` with a per-example boolean ``mask`` (on a library that cannot run it
+    one example at a time)."""
+    raise BatchedValueError(
+        f"v[mask] with a per-example boolean mask selects as many items as are True, "
+        f"{_RAGGED_ADVICE}"
+    )
+
+
 def one_shape_argument(parts: tuple) -> tuple:
     """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` (likewise ``transpose``): the parts."""
     return tuple(parts[0]) if len(parts) == 1 and isinstance(parts[0], (tuple, list)) else parts

@@ -684,7 +684,11 @@ class TensorFlowBackend:
         indexed = [1 + a for a, part in enumerate(setitem.index) if part != FULL_SLICE]
         perm = [0] + indexed + [a for a in range(1, rank) if a not in indexed]
         moved = tf.transpose(target, perm)
-        wrap = lambda i, a: tf.where(i < 0, i + dims[a], i)
+        # Out of bounds (a thread that fails `SetItem.faulting`, stopped after the
+        # step): item 0, as a scatter out of bounds fails the whole run on CPU.
+        wrap = lambda i, a: tf.where(
+            (i < -dims[a]) | (i >= dims[a]), tf.zeros_like(i), tf.where(i < 0, i + dims[a], i)
+        )
         rows = tf.range(tf.shape(target)[0], dtype=tf.int64)
         indices = [tf.cast(tf.convert_to_tensor(i), tf.int64) for i in indices]
         coords = tf.stack(

@@ -32,8 +32,9 @@ import numpy as np
 import torch
 
 from pcbatch.backends import batched_array
+from pcbatch.backends.bounds import index_error
 from pcbatch.backends.eager_storage import Register, Stack
-from pcbatch.backends.numpy import NumpyBackend, may_cast
+from pcbatch.backends.numpy import NumpyBackend, dummy_array, may_cast
 from pcbatch.backends.scalars import BatchedValueError
 from pcbatch.backends.torch_values import (
     NUMPY_OF_TORCH,
@@ -147,7 +148,10 @@ class TorchArrays:
             return value.detach().cpu().numpy()
         return np.asarray(value)
 
-    def wrap_negative(self, index: torch.Tensor, size: int) -> torch.Tensor:
+    def wrap_negative(self, index: torch.Tensor, size: int, axis: int) -> torch.Tensor:
+        bad = (index < -size) | (index >= size)
+        if bool(bad.any()):
+            raise index_error(int(index[bad].reshape(-1)[0]), axis, size)
         return torch.where(index < 0, index + size, index)
 
     def as_index(self, value: Any, like: torch.Tensor) -> torch.Tensor:
@@ -289,8 +293,8 @@ class TorchBackend(NumpyBackend):
                for t in input_types for t in flatten(t.tensors)):
             return super().run_on_dummies(primitive_callable, input_types, fill)
         args = [
-            map_pattern(lambda t: torch.full(t.shape, fill, dtype=torch_dtype(t.dtype),
-                                             device=self.device), t.tensors)
+            map_pattern(lambda t: torch.as_tensor(dummy_array(t.shape, t.dtype, fill),
+                                                  device=self.device), t.tensors)
             for t in input_types
         ]
         with np.errstate(all="ignore"):

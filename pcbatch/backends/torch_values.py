@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from pcbatch.backends import per_example
+from pcbatch.backends import bounds, per_example
 from pcbatch.backends.per_example import BatchedView
 from pcbatch.ir.types import is_pattern_node, python_scalar_of, rebuild
 
@@ -122,7 +122,11 @@ class TorchBatched(BatchedView):
                 raise NotNative("a per-example index beside slices or arrays")
             rows = torch.arange(self.data.shape[0], device=self.data.device)
             key = [p.data.to(torch.int64) if isinstance(p, TorchBatched) else p for p in parts]
-            return self._same(self.data[(rows, *key)])
+            try:
+                return self._same(self.data[(rows, *key)])
+            except IndexError:  # torch names the batch's dimension: say the example's
+                bounds.check_batched(self.shape, parts, _batch_values)
+                raise
         if all(isinstance(p, slice) for p in parts) and any(
             p.step is not None and p.step < 0 for p in parts
         ):
@@ -150,6 +154,7 @@ class TorchBatched(BatchedView):
         return self._same_kind(result, inputs) if OneExample in map(type, inputs) else result
 
     def __array_function__(self, func, types, args, kwargs):
+        per_example.refuse_ragged(func, args)
         rule = _RULES.get(func)
         if rule is None:  # everything else: NumPy's own implementation, on the host
             raise NotNative(f"{func.__module__}.{func.__name__}")
@@ -257,6 +262,10 @@ def _sliced(data: torch.Tensor, parts: tuple) -> torch.Tensor:
         else:
             data = data[(slice(None),) * dim + (part,)]
     return data
+
+
+def _batch_values(part):
+    return part.data.cpu().numpy() if isinstance(part, TorchBatched) else None
 
 
 def _constant_index(part, like: TorchBatched):

@@ -246,7 +246,22 @@ def zero_division_error(where: str | None) -> ZeroDivisionError:
     ))
 
 
-_ERRORS = {NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error}
+def _index_error(where: str | None) -> IndexError:
+    from pcbatch.errors import lane_check_failed
+
+    at = f" (at {where})" if where else ""
+    return lane_check_failed(IndexError(
+        f"index out of bounds{at}, as NumPy raises for each example: check the index "
+        "first (v[k] if 0 <= k < len(v) else ...)"
+    ))
+
+
+#: `pcbatch.backends.bounds.INDEX`, spelled here to keep this module's imports light
+INDEX = "index out of bounds"
+_ERRORS = {
+    NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error,
+    INDEX: _index_error,
+}
 
 
 def _check_error(overflow_at: str | None, checks: tuple) -> Exception:

@@ -57,32 +57,40 @@ def _safe_arithmetic(node: ast.BinOp) -> bool:
     )
 
 
-def _cannot_fail(node: ast.AST) -> bool:
+def _cannot_fail(node: ast.AST, bound: Callable[[str], bool]) -> bool:
     """Whether evaluating ``node`` for a thread that Python would not evaluate it for is
-    harmless: names, constants, attributes (a namedtuple's field), and comparisons,
-    ``not``, signs, ``+``, ``-``, ``*``, bitwise ``&``, ``|``, ``^``, ``~``, ``%`` or
-    ``//`` by a nonzero literal, ``and``/``or`` and conditional expressions of those.
+    harmless: names assigned on every path to here (``bound``: a read of a local that
+    may be unbound raises UnboundLocalError), constants, attributes (a namedtuple's
+    field), and comparisons, ``not``, signs, ``+``, ``-``, ``*``, bitwise ``&``, ``|``,
+    ``^``, ``~``, ``%`` or ``//`` by a nonzero literal, ``and``/``or`` and conditional
+    expressions of those.
     Other arithmetic is not: ``2 ** n``, ``a // b``, ``a % b``, ``a / b`` and shifts
     raise for some operands, and a call or an index may fail or run batched code."""
-    if isinstance(node, (ast.Name, ast.Constant)):
+    if isinstance(node, ast.Name):
+        return bound(node.id)
+    if isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.Attribute):
         # a namedtuple's field, an array's .T or .shape: the type decides, not the value
-        return _cannot_fail(node.value)
+        return _cannot_fail(node.value, bound)
     if isinstance(node, ast.BinOp):
-        return _safe_arithmetic(node) and _cannot_fail(node.left) and _cannot_fail(node.right)
+        return (
+            _safe_arithmetic(node)
+            and _cannot_fail(node.left, bound)
+            and _cannot_fail(node.right, bound)
+        )
     if isinstance(node, ast.UnaryOp):
-        return isinstance(node.op, _SAFE_UNARY) and _cannot_fail(node.operand)
+        return isinstance(node.op, _SAFE_UNARY) and _cannot_fail(node.operand, bound)
     if isinstance(node, ast.Compare):
-        return all(_cannot_fail(n) for n in (node.left, *node.comparators))
+        return all(_cannot_fail(n, bound) for n in (node.left, *node.comparators))
     if isinstance(node, ast.BoolOp):
-        return all(_cannot_fail(n) for n in node.values)
+        return all(_cannot_fail(n, bound) for n in node.values)
     if isinstance(node, ast.IfExp):
-        return all(_cannot_fail(n) for n in (node.test, node.body, node.orelse))
+        return all(_cannot_fail(n, bound) for n in (node.test, node.body, node.orelse))
     return False
 
 
-def _is_trivially_pure(node: ast.AST) -> bool:
+def _is_trivially_pure(node: ast.AST, bound: Callable[[str], bool]) -> bool:
     """Whether a short-circuit (``and``/``or``, ``x if c else y``, a chained comparison)
     may run as one eager per-example selection: every operand that Python evaluates for
     only some threads `_cannot_fail`. The operand Python always evaluates (the first of
@@ -91,12 +99,12 @@ def _is_trivially_pure(node: ast.AST) -> bool:
     its middle operands twice, so they must not fail either: ``0 < rand() < 0.5`` must
     draw once.)"""
     if isinstance(node, ast.BoolOp):
-        return all(_cannot_fail(n) for n in node.values[1:])
+        return all(_cannot_fail(n, bound) for n in node.values[1:])
     if isinstance(node, ast.IfExp):
-        return _cannot_fail(node.body) and _cannot_fail(node.orelse)
+        return _cannot_fail(node.body, bound) and _cannot_fail(node.orelse, bound)
     if isinstance(node, ast.Compare):
-        return all(_cannot_fail(n) for n in node.comparators)
-    return _cannot_fail(node)
+        return all(_cannot_fail(n, bound) for n in node.comparators)
+    return _cannot_fail(node, bound)
 
 
 def _label(node: ast.AST) -> str:
@@ -262,8 +270,20 @@ class Translator:
 
     # -- statements ------------------------------------------------------------
     def function_body(self) -> None:
+        # the locals every path to the statement being compiled has assigned (Python's
+        # definite assignment): an operand Python skips for some examples may be read
+        # for all of them by an eager selection only if it names no other local
+        arguments = self.parsed.tree.args
+        self.assigned = {
+            a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)
+        }
+
         self.reject_global_random()
         self.body(self.parsed.tree.body)
+
+    def surely_bound(self, name: str) -> bool:
+        """Whether reading ``name`` here cannot raise UnboundLocalError."""
+        return name not in self.locals or name in self.assigned
 
     def body(self, statements: list) -> bool:
         """Emits ``statements``; whether they end every path through them (a return,
@@ -272,6 +292,8 @@ class Translator:
         for stmt in statements:
             with self.fb.at(self.loc(stmt)):
                 ends = getattr(self, f"stmt_{type(stmt).__name__}")(stmt)
+            if not isinstance(stmt, _COMPOUND):
+                self.assigned |= _stored_names(stmt)
             if self.statics and not isinstance(stmt, _COMPOUND):
                 # straight-line code rebinding a static parameter: a per-example value
                 # from here on (compound statements rebind in their own bodies)
@@ -363,13 +385,14 @@ class Translator:
                 index.append(None)
                 index_vars.append(self.value(part))
         name = target.value.id
-        self.fb.prim(SetItem(tuple(index)), name, value_var, *index_vars, out=name, name="setitem")
+        setitem = SetItem(tuple(index), str(self.loc(target)))
+        self.fb.prim(setitem, name, value_var, *index_vars, out=name, name="setitem")
 
     def stmt_Return(self, stmt: ast.Return) -> None:
         if self.dynamic_depth:
             self.some_returned = True
         value = self.fold(stmt.value)
-        if isinstance(value, ast.IfExp) and not _is_trivially_pure(value):
+        if isinstance(value, ast.IfExp) and not _is_trivially_pure(value, self.surely_bound):
             # `return a if c else f(x)` returns from each arm, so f(x) stays a tail call.
             with self.fb.if_(self.condition(value.test)):
                 self.fb.return_(self.value(value.body))
@@ -386,11 +409,18 @@ class Translator:
             return self.body(stmt.body if test else stmt.orelse)
         self.no_static_writes(stmt, "inside an if on per-example values")
         cond = self.condition(stmt.test)
+        before = set(self.assigned)
         with self.fb.if_(cond), self.per_example_path():
-            self.body(stmt.body)
+            body_ends = self.body(stmt.body)
+        after_body, self.assigned = self.assigned, set(before)
+        else_ends = False
         if stmt.orelse:
             with self.fb.else_(), self.per_example_path():
-                self.body(stmt.orelse)
+                else_ends = self.body(stmt.orelse)
+        # past the if: what every branch that gets there assigns (not one that returns)
+        branches = ((after_body, body_ends), (self.assigned, else_ends))
+        reaching = [assigned for assigned, ends in branches if not ends]
+        self.assigned = before | set.intersection(*reaching) if reaching else before
         return None
 
     @contextlib.contextmanager
@@ -466,10 +496,12 @@ class Translator:
         if test is not statics.UNKNOWN and not test:
             return  # the body never runs
         always = test is not statics.UNKNOWN
+        before = set(self.assigned)
         with self.fb.loop(), self.per_example_path():
             if not always:
                 self.fb.break_unless(self.condition(stmt.test))
             self.body(stmt.body)
+        self.assigned = before  # the body may run no time, or stop at a break
 
     def stmt_For(self, stmt: ast.For) -> None:
         """``for i in range(...)``: the arguments evaluated once, before the loop (rebinding
@@ -504,7 +536,10 @@ class Translator:
                 runtime.range_next, counter, step, out=counter, name="range_next",
                 per_example=True,
             )
+            before = set(self.assigned)
+            self.assigned.add(stmt.target.id)
             self.body(stmt.body)
+            self.assigned = before  # the body may run no time
 
     def stmt_Break(self, stmt) -> None:
         self.fb.break_()
@@ -534,9 +569,10 @@ class Translator:
                 return self.fb.const(node.value, out=self.out(out))
             if isinstance(node, ast.IfExp) and _literal_arms(node):
                 return self.short_circuit(node, out)  # a weak result: see _literal_arms
-            if isinstance(node, (ast.BoolOp, ast.IfExp)) and not _is_trivially_pure(node):
+            pure = _is_trivially_pure(node, self.surely_bound)
+            if isinstance(node, (ast.BoolOp, ast.IfExp)) and not pure:
                 return self.short_circuit(node, out)
-            if _is_chain(node) and not _is_trivially_pure(node):
+            if _is_chain(node) and not pure:
                 return self.chain(node, out)
             residual = _Hoister(self).visit(copy.deepcopy(node))
             return self.primitive(residual, out)
@@ -791,7 +827,7 @@ class _Hoister(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
-        if not _is_trivially_pure(node):
+        if not _is_trivially_pure(node, self.t.surely_bound):
             return self._temp(self.t.short_circuit(node, None), node)
         node = self.generic_visit(node)
         helper = "__pcb_and" if isinstance(node.op, ast.And) else "__pcb_or"
@@ -806,7 +842,7 @@ class _Hoister(ast.NodeTransformer):
         return result
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
-        if not _is_trivially_pure(node):
+        if not _is_trivially_pure(node, self.t.surely_bound):
             return self._temp(self.t.short_circuit(node, None), node)
         node = self.generic_visit(node)
         call = ast.Call(
@@ -819,7 +855,7 @@ class _Hoister(ast.NodeTransformer):
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         if len(node.ops) == 1:
             return self.generic_visit(node)
-        if not _is_trivially_pure(node):
+        if not _is_trivially_pure(node, self.t.surely_bound):
             return self._temp(self.t.chain(node, None), node)
         node = self.generic_visit(node)
         pairs, left = [], node.left
@@ -896,6 +932,19 @@ def _draws_globally(function: Any) -> bool:
         last = module.rsplit(".", 1)[-1]
         return last in _TF_STATEFUL_RANDOM or type(owner).__name__ == "Generator"
     return False
+
+
+def _stored_names(stmt: ast.stmt) -> set:
+    """The names a simple statement binds (``x = ...``, ``a, b = ...``, ``x += ...``)."""
+    targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+        return set()  # ``x: int`` binds nothing
+    return {
+        node.id
+        for target in targets if target is not None
+        for node in ast.walk(target)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    }
 
 
 def _is_literal(node: ast.AST) -> bool:

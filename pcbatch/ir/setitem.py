@@ -24,9 +24,11 @@ FULL_SLICE = "colon"
 
 @dataclasses.dataclass(frozen=True)
 class SetItem:
-    """``target[index] = value`` per thread; ``index`` holds `FULL_SLICE` or None (an input)."""
+    """``target[index] = value`` per thread; ``index`` holds `FULL_SLICE` or None (an input).
+    ``where``: the user's line, for the IndexError of an index out of bounds."""
 
     index: tuple
+    where: str = ""
 
     @property
     def __name__(self) -> str:  # the printer's and profiler's label
@@ -53,10 +55,29 @@ class SetItem:
         _refuse_tuple(target)
         target = np.array(target)
         dims = target.shape[1:]
-        wrap = lambda i, axis: np.where(i < 0, i + dims[axis], i)
+        wrap = lambda i, axis: wrap_checked(i, dims[axis], axis)
         key = self.key(np.arange(target.shape[0]), [np.asarray(i) for i in indices], wrap)
         target[key] = align(np.asarray(value), self.rest_rank(target.ndim))
         return target
+
+    def faulting(self, target, value, *indices):
+        """Rows (threads) whose index is out of bounds of their item's axis (batched)."""
+        dims = np.shape(target)[1:]
+        bad = np.zeros(np.shape(target)[:1], dtype=bool)
+        parts = (k for k, part in enumerate(self.index) if part != FULL_SLICE)
+        for axis, index in zip(parts, indices):
+            index = np.broadcast_to(index, bad.shape)
+            bad = bad | (index < -dims[axis]) | (index >= dims[axis])
+        return bad
+
+    def error(self) -> IndexError:
+        from pcbatch.errors import lane_check_failed
+
+        at = f" (at {self.where})" if self.where else ""
+        return lane_check_failed(IndexError(
+            f"index out of bounds in an item assignment{at}, as NumPy raises for each "
+            "example: check the index first (if 0 <= k < len(buf): buf[k] = v)"
+        ))
 
     def for_backend(self, backend):
         """The functional form on a backend with ``set_items`` (the compiled ones)."""
@@ -68,6 +89,17 @@ class SetItem:
             return backend.set_items(self, target, value, list(indices), None)
 
         return set_items
+
+
+def wrap_checked(index: np.ndarray, size: int, axis: int) -> np.ndarray:
+    """``index`` (one per thread) with negatives counted from ``size``, as Python does;
+    NumPy's IndexError, naming the example's axis, for one out of bounds."""
+    bad = (index < -size) | (index >= size)
+    if bad.any():
+        from pcbatch.backends.bounds import index_error
+
+        raise index_error(np.asarray(index)[bad].flat[0], axis, size)
+    return np.where(index < 0, index + size, index)
 
 
 def _refuse_tuple(target) -> None:

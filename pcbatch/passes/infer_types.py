@@ -333,18 +333,20 @@ class _Inference:
             raise _unknown_result(op, "when traced on one example", in_types, error) from error
 
     def dummy_run(self, op: PrimOp, function, in_types: Sequence[Type], batch: int) -> Any:
-        """The primitive's result on dummy inputs: ones, or zeros if ones make it fail."""
+        """The primitive's result on dummy inputs: ones, or zeros if ones make it fail,
+        or identity matrices (`numpy.dummy_array`: ``np.linalg.solve(m, b)``)."""
         batched = [_with_batch(t, batch) for t in in_types]
         try:
             return self.backend.run_on_dummies(function, batched)
         except NestedBatchedCallError:
             raise  # its own message says what to write
         except Exception as first:
-            try:
-                return self.backend.run_on_dummies(function, batched, fill=0)
-            except Exception:
-                pass
-            how = "on dummy inputs (all ones, then all zeros)"
+            for fill in (0, "eye"):
+                try:
+                    return self.backend.run_on_dummies(function, batched, fill=fill)
+                except Exception:  # noqa: BLE001, S112 - the first error is the one to show
+                    continue
+            how = "on dummy inputs (all ones, all zeros, then identity matrices)"
             raise _unknown_result(op, how, in_types, first) from first
 
     def strip_batch(self, op: PrimOp, small: Any, large: Any, names: Any) -> Any:

@@ -184,6 +184,9 @@ class _Block:
                         state["vars"][key] = m.pop(state["vars"][key], mask)
                 continue
             if setitem.is_in_place(op, m.program):
+                if fault is not None:
+                    inputs = [self.read(state, env, v) for v in op.vars_in]
+                    env.setdefault(FAULTING, []).append(mask & fault(*inputs))
                 self.set_items(state, env, op, mask)
                 continue
             inputs = [self.read(state, env, v) for v in op.vars_in]
@@ -878,9 +881,19 @@ def _has_check(op) -> bool:
 
 
 def _fault_error(block) -> Exception:
-    """The error of the run-time check that failed in ``block``."""
-    check = next(op for op in block.instructions if _has_check(op))
-    return check.function.error()
+    """The error of the run-time check that failed in ``block``; of a block with several
+    (the machine records the block, not the check), one naming them all."""
+    errors = []
+    for op in block.instructions:
+        error = op.function.error() if _has_check(op) else None
+        if error is not None and str(error) not in map(str, errors):
+            errors.append(error)
+    if len(errors) == 1:
+        return errors[0]
+    from pcbatch.errors import lane_check_failed
+
+    text = "; or ".join(str(e) for e in errors)
+    return lane_check_failed(type(errors[0])(f"one of these checks failed: {text}"))
 
 
 def _raise_failures(
