@@ -29,6 +29,7 @@ import numpy as np
 from pcbatch.backends import bounds, per_example
 from pcbatch.backends.per_example import BatchedView
 from pcbatch.backends.scalars import BatchedValueError, OtherLibraryCall
+from pcbatch.errors import lane_check_failed
 from pcbatch.ir.types import is_pattern_node, rebuild
 
 __all__ = ["BatchedArray", "BatchedValueError", "elementwise", "vectorize"]
@@ -116,13 +117,16 @@ class BatchedArray(BatchedView):
 
     def __array_function__(self, func, types, args, kwargs):
         per_example.refuse_ragged(func, args)
-        rule = _RULES.get(func)
-        if rule is not None:
-            result = rule(func, args, kwargs)
-            if result is not NotImplemented:
-                return result
-        with _unchanged_arrays(func, args, kwargs):
-            return _per_example(func, args, kwargs)
+        try:
+            rule = _RULES.get(func)
+            if rule is not None:
+                result = rule(func, args, kwargs)
+                if result is not NotImplemented:
+                    return result
+            with _unchanged_arrays(func, args, kwargs):
+                return _per_example(func, args, kwargs)
+        except np.linalg.LinAlgError as error:  # a singular matrix: that example's failure
+            raise lane_check_failed(error) from None
 
 
 class SharedArrayWrite(BatchedValueError):

@@ -211,6 +211,8 @@ class Dispatched(PerExampleValue):
         result = target(*args, **unwrap(kwargs))
         if unsigned_sum and self.xp.__name__ == _TF_NUMPY:
             result = self.xp.asarray(result, dtype=np.uint64)
+        if func in _FACTORING:
+            _note_singular(args, result, self.xp)
         return self._wrap(result)
 
 
@@ -300,6 +302,25 @@ _WIDENING = frozenset({
 #: NumPy's mean, variance and standard deviation of integers are float64 (JAX's mean of
 #: int8 was float32)
 _FLOAT_OF_INTEGERS = frozenset({np.mean, np.var, np.std, np.nanmean, np.nanvar, np.nanstd})
+
+
+#: ``np.linalg`` functions NumPy raises LinAlgError in for a singular matrix (for
+#: ``cholesky``, one not positive definite), where JAX and TensorFlow return inf or nan
+_FACTORING = frozenset({np.linalg.solve, np.linalg.inv, np.linalg.cholesky})
+
+
+def _note_singular(args: tuple, result, xp) -> None:
+    """For the compiled machine's probe (`weak.note_fault`): the examples whose finite
+    matrix gave a result that is not, where NumPy raises LinAlgError."""
+    from pcbatch.backends import weak
+
+    inputs = [a for a in args if _is_foreign_array(a)]
+    finite = [xp.all(xp.isfinite(a)) for a in inputs]
+    if not finite:
+        return
+    given = finite[0] if len(finite) == 1 else xp.logical_and(*finite[:2])
+    failed = xp.logical_and(given, xp.logical_not(xp.all(xp.isfinite(result))))
+    weak.note_fault(failed, xp, weak.SINGULAR)
 
 
 def _unsigned(args: tuple) -> bool:
@@ -567,9 +588,10 @@ def _tensorflow_linalg(name: str):
         import tensorflow as tf
 
         if name != "solve":
-            return getattr(tf.linalg, name)
+            return lambda a: getattr(tf.linalg, name)(_factorable(a, name, xp))
 
         def solve(a, b):
+            a = _factorable(a, name, xp)
             if len(b.shape) == 1:
                 return tf.linalg.solve(a, b[:, None])[:, 0]
             return tf.linalg.solve(a, b)
@@ -577,6 +599,27 @@ def _tensorflow_linalg(name: str):
         return solve
 
     return counterpart
+
+
+def _factorable(a, name: str, xp):
+    """``a``, where TensorFlow's kernels (without XLA) would fail the whole run on it (a
+    singular matrix; for ``cholesky`` one not positive definite), the identity instead,
+    noted for the probe (`weak.note_fault`: that example fails with NumPy's
+    LinAlgError). XLA's kernels return inf or nan instead (`_note_singular`)."""
+    import tensorflow as tf
+
+    from pcbatch.backends import weak
+    from pcbatch.backends.tensorflow import in_xla_context
+
+    if in_xla_context():
+        return a
+    if name == "cholesky":
+        failing = tf.reduce_min(tf.linalg.eigvalsh(a), axis=-1) <= 0
+    else:
+        failing = tf.equal(tf.linalg.slogdet(a)[0], 0)
+    weak.note_fault(failing, xp, weak.SINGULAR)
+    identity = tf.eye(a.shape[-1], dtype=a.dtype)
+    return tf.where(failing[..., None, None], identity, a)
 
 
 #: NumPy functions whose counterpart in a namespace is replaced

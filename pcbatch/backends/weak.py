@@ -256,11 +256,23 @@ def _index_error(where: str | None) -> IndexError:
     ))
 
 
+def singular_matrix_error(where: str | None) -> np.linalg.LinAlgError:
+    from pcbatch.errors import lane_check_failed
+
+    at = f" (at {where})" if where else ""
+    return lane_check_failed(np.linalg.LinAlgError(
+        f"Singular matrix, or for cholesky one not positive definite{at}: NumPy raises "
+        "LinAlgError for such an example. Check the matrix first (its condition, "
+        "np.linalg.eigvalsh), or regularize it (m + eps * np.eye(n))"
+    ))
+
+
 #: `pcbatch.backends.bounds.INDEX`, spelled here to keep this module's imports light
 INDEX = "index out of bounds"
+SINGULAR = "singular matrix"
 _ERRORS = {
     NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error,
-    INDEX: _index_error,
+    INDEX: _index_error, SINGULAR: singular_matrix_error,
 }
 
 

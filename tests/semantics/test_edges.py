@@ -284,3 +284,27 @@ def test_float16_functions_round_as_numpy(backend_name):
     batched = _batched(src.float16_functions_of)
     _assert_identical(batched(h, backend=backends.backend(backend_name)),
                       batched(h, dry_run=True))
+
+
+@backends.backend_param
+def test_a_singular_matrix_is_numpys_lin_alg_error(backend_name):
+    """``np.linalg.solve`` of a singular matrix: NumPy raises LinAlgError for that example
+    (JAX and TensorFlow returned inf or nan for it, silently); with return_status the
+    others keep their results."""
+    m = np.array([[[2.0, 1.0], [1.0, 3.0]], [[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.5], [0.5, 1.0]]])
+    b = np.array([[1.0, 2.0], [3.0, 4.0], [-1.0, 0.0]])
+    with pytest.raises(np.linalg.LinAlgError):
+        src.solved(m[1], b[1])
+    batched = _batched(src.solved)
+    backend = backends.backend(backend_name)
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        batched(m, b, backend=backend)
+    text = " ".join([str(info.value), *getattr(info.value, "__notes__", [])])
+    assert f"{src.__file__}:{inspect.getsourcelines(src.solved)[1] + 1}" in text, text
+    results, status = batched(m, b, backend=backend, return_status=True)
+    np.testing.assert_array_equal(
+        np.asarray(status) == pcbatch.LaneStatus.ERROR, [False, True, False]
+    )
+    want = batched(m[[0, 2]], b[[0, 2]], dry_run=True)
+    for got, expected in zip(results, want):
+        backends.assert_close(np.asarray(got)[[0, 2]], expected, backend_name)
