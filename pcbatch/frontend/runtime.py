@@ -188,6 +188,10 @@ def _pass_through(value):
     return value
 
 
+#: ``int(1e20)`` (the wording of `IntConversionGuard`'s message)
+_PAST_INT64 = "past int64's range [-2**63, 2**63)"
+
+
 class IntConversionGuard:
     """``int(x)`` and ``round(x)``'s check that ``x`` is finite, as a batched primitive
     returning ``x``: Python raises for nan (ValueError) and infinities (OverflowError),
@@ -201,30 +205,40 @@ class IntConversionGuard:
         self.__name__ = f"{builtin}_guard"
 
     def __call__(self, x):
-        if _is_float(x) and not np.all(np.isfinite(x)):
-            nan = np.any(np.isnan(x))
-            kind, what = (ValueError, "NaN") if nan else (OverflowError, "infinity")
+        if _is_float(x) and np.any(self.faulting(x)):
             from pcbatch.errors import lane_check_failed
 
-            raise lane_check_failed(kind(self._message(what)))
+            if np.any(np.isnan(x)):
+                raise lane_check_failed(ValueError(self._message("NaN")))
+            if not np.all(np.isfinite(x)):
+                raise lane_check_failed(OverflowError(self._message("infinity")))
+            raise lane_check_failed(OverflowError(self._message(_PAST_INT64)))
         return x
 
     @staticmethod
     def faulting(x):
+        """Where ``x`` is nan, infinite, or past int64's range: Python's int of such a
+        float is exact (``int(1e20)``), which an int64 batch cannot hold (the cast gave
+        the smallest or largest int64, silently)."""
         if not _is_float(x):
             return np.not_equal(x, x)  # an int or bool is always finite: all False
-        return np.logical_not(np.isfinite(x))
+        inside = np.logical_and(np.greater_equal(x, -(2.0**63)), np.less(x, 2.0**63))
+        return np.logical_not(inside)  # nan compares False: not inside
 
     def error(self) -> Exception:
         from pcbatch.errors import NonFiniteToIntError, lane_check_failed
 
-        return lane_check_failed(NonFiniteToIntError(self._message("NaN or infinity")))
+        return lane_check_failed(
+            NonFiniteToIntError(self._message(f"NaN or infinity, or {_PAST_INT64},"))
+        )
 
     def _message(self, what: str) -> str:
         return (
             f"cannot convert float {what} to integer (at {self.where}, by {self.builtin}()); "
-            "as Python does for each example: test np.isfinite(x) first"
+            "as Python does for each example (past int64's range, Python's exact int does "
+            "not fit the batch's int64): test np.isfinite(x) and the range first"
         )
+
 
     def for_backend(self, backend):
         if getattr(backend, "staged", False):
@@ -500,7 +514,23 @@ BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
                  min: "__pcb_min", max: "__pcb_max"}
 
 
+def contains(x, items):
+    """``x in (a, b, ...)`` (a tuple or list written out): Python compares ``x`` with
+    each item (``item is x or item == x``), so each example gets one bool; an array
+    ``x`` is Python's error there (the truth of an array), as `truthy` says."""
+    found = False
+    for item in items:
+        found = np.logical_or(found, truthy(np.equal(x, item)))
+    return found
+
+
+def does_not_contain(x, items):
+    return np.logical_not(contains(x, items))
+
+
 NAMESPACE = {
+    "__pcb_in": contains,
+    "__pcb_not_in": does_not_contain,
     "__pcb_float": to_float,
     "__pcb_int": to_int,
     "__pcb_bool": to_bool,

@@ -853,6 +853,15 @@ class _Hoister(ast.NodeTransformer):
         return ast.copy_location(call, node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        if len(node.ops) == 1 and _is_membership(node):
+            # ``n in (1, 2, 3)``: Python's ``==`` with each item, one bool per example
+            node = self.generic_visit(node)
+            helper = "__pcb_in" if isinstance(node.ops[0], ast.In) else "__pcb_not_in"
+            call = ast.Call(
+                func=ast.Name(id=helper, ctx=ast.Load()),
+                args=[node.left, node.comparators[0]], keywords=[],
+            )
+            return ast.copy_location(call, node)
         if len(node.ops) == 1:
             return self.generic_visit(node)
         if not _is_trivially_pure(node, self.t.surely_bound):
@@ -945,6 +954,13 @@ def _stored_names(stmt: ast.stmt) -> set:
         for node in ast.walk(target)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
     }
+
+
+def _is_membership(node: ast.Compare) -> bool:
+    """``x in (a, b)``, ``x not in [a, b]``: a test against the items of a literal."""
+    return isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(
+        node.comparators[0], (ast.Tuple, ast.List)
+    )
 
 
 def _is_literal(node: ast.AST) -> bool:

@@ -156,3 +156,19 @@ def float_functions_of(v):
 
 def float16_functions_of(h):
     return np.exp2(h), np.log2(h + 1), np.logaddexp(h, h), h * h / 3
+
+
+def as_python_ints(x):
+    return int(x), round(x)
+
+
+def membership(n, x):
+    picked = 0
+    for i in range(5):
+        if i in (1, 3) and n not in [2, 4]:
+            picked += i
+    return n in (1, 2, 3), x in (0.5, n), picked, n in ()
+
+
+def vector_in_a_tuple(v):
+    return v in (1.0, 2.0)

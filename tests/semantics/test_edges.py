@@ -308,3 +308,45 @@ def test_a_singular_matrix_is_numpys_lin_alg_error(backend_name):
     want = batched(m[[0, 2]], b[[0, 2]], dry_run=True)
     for got, expected in zip(results, want):
         backends.assert_close(np.asarray(got)[[0, 2]], expected, backend_name)
+
+
+@backends.backend_param
+def test_int_of_a_float_past_int64s_range_is_refused(backend_name):
+    """``int(1e20)`` is Python's exact int, which an int64 batch cannot hold: the cast gave
+    the smallest or largest int64, silently. Now an OverflowError at the line for that
+    example (``LaneStatus.ERROR`` with ``return_status=True``); ``-2**63`` itself fits."""
+    x = np.array([1e20, 3.5, -(2.0**63), -1e19])
+    assert src.as_python_ints(x[0])[0] == 10**20
+    batched = _batched(src.as_python_ints)
+    backend = backends.backend(backend_name)
+    with pytest.raises(OverflowError, match="past int64's range") as info:
+        batched(x, backend=backend)
+    assert f"{src.__file__}:{inspect.getsourcelines(src.as_python_ints)[1] + 1}" in str(
+        info.value
+    )
+    results, status = batched(x, backend=backend, return_status=True)
+    np.testing.assert_array_equal(
+        np.asarray(status) == pcbatch.LaneStatus.ERROR, [True, False, False, True]
+    )
+    fine = [src.as_python_ints(v) for v in x[[1, 2]]]  # (3, 4) and (-2**63, -2**63)
+    for k, got in enumerate(results):
+        np.testing.assert_array_equal(np.asarray(got)[[1, 2]], [f[k] for f in fine])
+
+
+@backends.backend_param
+def test_membership_in_a_written_out_tuple(backend_name):
+    """``n in (1, 2, 3)``: JAX and TensorFlow refused it (a per-example value used as a
+    Python bool); now each example's bool, as Python's ``==`` with each item gives."""
+    n, x = np.array([1, 2, 4, 3]), np.array([0.5, 2.0, 0.25, 1.0])
+    batched = _batched(src.membership)
+    want = batched(n, x, dry_run=True)
+    _assert_identical(want, [np.array(r) for r in zip(*map(src.membership, n, x))])
+    _assert_identical(batched(n, x, backend=backends.backend(backend_name)), want)
+
+
+@backends.backend_param
+def test_membership_of_a_vector_is_pythons_error(backend_name):
+    with pytest.raises(ValueError):
+        src.vector_in_a_tuple(V[0])
+    with pytest.raises((ValueError, pcbatch.TypeInferenceError), match="single value"):
+        _batched(src.vector_in_a_tuple)(V, backend=backends.backend(backend_name))
