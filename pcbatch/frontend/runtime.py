@@ -506,7 +506,32 @@ MATH_FORMS = {
 }
 
 #: NumPy functions whose calls the frontend sends to the per-example forms above
-NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray",
+def full(shape, fill_value, dtype=None, order="C"):
+    """``np.full(shape, x)`` with a per-example ``x``: NumPy writes ``x`` into an empty
+    array by ``copyto``, which no other library's value can take (JAX and TensorFlow
+    failed). A broadcast of ``x`` instead, with NumPy's dtype (``x``'s, or ``dtype``)."""
+    value = to_asarray(fill_value, dtype)
+    if _is_plain(value) or isinstance(value, np.ndarray):
+        return np.full(shape, value, dtype=dtype, order=order)  # the same for every example
+    return np.broadcast_to(value, shape).copy()
+
+
+def lift(value, *index_parts):
+    """``value`` about to be indexed by ``index_parts`` (the names the index reads): a
+    constant NumPy array indexed per example (``COEF[i]`` in a loop, ``TABLE[k]``)
+    becomes a value of the parts' library, which NumPy's own indexing cannot take (JAX
+    and TensorFlow failed). Anything else is returned as it is."""
+    if type(value) is not np.ndarray:
+        return value
+    from pcbatch.backends.numpy_dispatch import Dispatched, wrap
+
+    for part in index_parts:
+        if isinstance(part, Dispatched):
+            return wrap(part.xp.asarray(value), part.xp)
+    return value
+
+
+NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray", np.full: "__pcb_full",
                **{f: f"__pcb_math_{f.__name__}" for f in MATH_FORMS}}
 
 #: builtins whose calls the frontend sends to the per-example forms above
@@ -529,6 +554,8 @@ def does_not_contain(x, items):
 
 
 NAMESPACE = {
+    "__pcb_full": full,
+    "__pcb_lift": lift,
     "__pcb_in": contains,
     "__pcb_not_in": does_not_contain,
     "__pcb_float": to_float,

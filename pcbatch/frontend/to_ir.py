@@ -775,6 +775,20 @@ class _Hoister(ast.NodeTransformer):
             node.func = ast.copy_location(ast.Name(id=form, ctx=ast.Load()), node.func)
         return node
 
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        """``COEF[i]``: the array is lifted into the index's library first (`runtime.lift`:
+        a constant NumPy array cannot take a JAX or TensorFlow value as its index)."""
+        node = self.generic_visit(node)
+        names = sorted({n.id for n in ast.walk(node.slice) if isinstance(n, ast.Name)})
+        if not isinstance(node.ctx, ast.Load) or not names:
+            return node
+        parts = [ast.Name(id=name, ctx=ast.Load()) for name in names]
+        lift = ast.Name(id="__pcb_lift", ctx=ast.Load())
+        node.value = ast.copy_location(
+            ast.Call(func=lift, args=[node.value, *parts], keywords=[]), node.value
+        )
+        return node
+
     def _list_as_array(self, node: ast.Call) -> None:
         """``np.mean([x, 1.0])``: a list (or tuple) of per-example values given to a NumPy
         function that reads it as one array is made that array first (`runtime.to_asarray`,

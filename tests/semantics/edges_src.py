@@ -172,3 +172,24 @@ def membership(n, x):
 
 def vector_in_a_tuple(v):
     return v in (1.0, 2.0)
+
+
+# -- constant arrays indexed per example, arrays filled per example --------------------
+
+COEF = np.array([1.0, -2.0, 0.5])
+TABLE = np.arange(12.0).reshape(3, 4)
+
+
+def polynomial(x):
+    total = 0.0
+    for i in range(3):
+        total += COEF[i] * x**i
+    return total
+
+
+def looked_up(k):
+    return COEF[k], TABLE[k], TABLE[k, k + 1], TABLE[:, k]
+
+
+def filled(x, n):
+    return np.full(3, x), np.full((2, 2), n, dtype=np.float32), np.full(2, 0.5) * x

@@ -350,3 +350,27 @@ def test_membership_of_a_vector_is_pythons_error(backend_name):
         src.vector_in_a_tuple(V[0])
     with pytest.raises((ValueError, pcbatch.TypeInferenceError), match="single value"):
         _batched(src.vector_in_a_tuple)(V, backend=backends.backend(backend_name))
+
+
+@backends.backend_param
+def test_a_constant_array_indexed_per_example(backend_name):
+    """``COEF[i]`` in a loop, ``TABLE[k]``: NumPy's own indexing cannot take a JAX or
+    TensorFlow value, so JAX and TensorFlow refused the line; out of bounds is NumPy's
+    IndexError on every backend."""
+    backend = backends.backend(backend_name)
+    x, k = np.array([0.5, 2.0, -1.0]), np.array([0, 2, 1])
+    for program, args in [(src.polynomial, (x,)), (src.looked_up, (k,))]:
+        batched = _batched(program)
+        _assert_identical(batched(*args, backend=backend), batched(*args, dry_run=True))
+    with pytest.raises(IndexError, match="out of bounds"):
+        _batched(src.looked_up)(np.array([0, 3, 1]), backend=backend)
+
+
+@backends.backend_param
+def test_an_array_filled_with_a_per_example_value(backend_name):
+    """``np.full(3, x)``: NumPy copies ``x`` into an empty array, which JAX and
+    TensorFlow values cannot be copied into (the line was refused)."""
+    x, n = np.array([0.5, 2.0, -1.0], np.float32), np.array([1, 2, 3])
+    batched = _batched(src.filled)
+    _assert_identical(batched(x, n, backend=backends.backend(backend_name)),
+                      batched(x, n, dry_run=True))
