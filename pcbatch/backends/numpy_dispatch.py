@@ -18,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch.backends import bounds, division, per_example
+from pcbatch.backends import bounds, division, linalg, per_example, result_dtypes
+from pcbatch.backends.foreign import (
+    JAX_NUMPY,
+    TF_NUMPY,
+    available,
+    is_foreign_array,
+    numpy_dtype,
+)
 from pcbatch.backends.per_example import (
     PerExampleValue,
     fitted_ints,
@@ -113,13 +120,13 @@ class Dispatched(PerExampleValue):
     def __getitem__(self, index):
         index = unwrap(index)
         parts = index if isinstance(index, tuple) else (index,)
-        if any(_is_foreign_array(p) and _numpy_dtype(p).kind == "b" for p in parts):
+        if any(is_foreign_array(p) and numpy_dtype(p).kind == "b" for p in parts):
             # TensorFlow's mask inside its vectorizer gave wrong items, JAX refuses it
             per_example.refuse_boolean_mask()
         return self._wrap(self.value[bounds.checked_index(self.shape, index, self.xp)])
 
     def astype(self, dtype, **kwargs):
-        return self._wrap(self.xp.asarray(self.value, dtype=_available(dtype, self.xp)))
+        return self._wrap(self.xp.asarray(self.value, dtype=available(dtype, self.xp)))
 
     def reshape(self, *shape, **kwargs):
         return self._wrap(self.xp.reshape(self.value, one_shape_argument(shape), **kwargs))
@@ -135,7 +142,7 @@ class Dispatched(PerExampleValue):
     # backend's map (tf.vectorized_map, jax.vmap) or a trace on one example holds ONE
     # example, so axes, shapes and reductions are the example's own.
     def __tf_tensor__(self, dtype=None, name=None):
-        if self.xp.__name__ != _TF_NUMPY:
+        if self.xp.__name__ != TF_NUMPY:
             raise OtherLibraryError(_other_library("TensorFlow", self.xp))
         import tensorflow as tf
 
@@ -146,7 +153,7 @@ class Dispatched(PerExampleValue):
         return tf.convert_to_tensor(value, dtype=dtype, name=name)
 
     def __jax_array__(self):
-        if self.xp.__name__ != _JAX_NUMPY:
+        if self.xp.__name__ != JAX_NUMPY:
             raise OtherLibraryError(_other_library("JAX", self.xp))
         return self.value
 
@@ -163,7 +170,7 @@ class Dispatched(PerExampleValue):
             function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)
         if ufunc.__name__ in division.UFUNCS and method == "__call__":
             function = division.numpy_exact(ufunc.__name__, function, self.xp)
-        if function is None and self.xp.__name__ == _TF_NUMPY:
+        if function is None and self.xp.__name__ == TF_NUMPY:
             function = _tensorflow_ufunc(ufunc.__name__)
         if method != "__call__" or function is None:
             return NotImplemented
@@ -175,9 +182,9 @@ class Dispatched(PerExampleValue):
         if ufunc.__name__ in _COMPARISONS:
             inputs = _exact_int_comparison(inputs, self.xp)
         inputs = _weak_scalars(inputs)
-        inputs, narrowed = _numpy_loop(ufunc, inputs, self.xp)
+        inputs, narrowed = result_dtypes.numpy_loop(ufunc, inputs, self.xp)
         if ufunc is np.power:
-            function = _jax_power if self.xp.__name__ == _JAX_NUMPY else function
+            function = _jax_power if self.xp.__name__ == JAX_NUMPY else function
             inputs = _checked_exponent(*inputs, xp=self.xp)
         result = function(*inputs, **unwrap(kwargs))
         if narrowed is not None:
@@ -193,8 +200,9 @@ class Dispatched(PerExampleValue):
                 f"{self.xp.__name__}; use a function it provides"
             )
         renamed = _RENAMED.get(self.xp.__name__, {})
-        unsigned_sum = "dtype" not in kwargs and func in _WIDENING and _unsigned(args)
-        kwargs = _numpy_result_dtype(func, args, kwargs, self.xp)
+        widening = func in result_dtypes.WIDENING and "dtype" not in kwargs
+        unsigned_sum = widening and result_dtypes.unsigned(args)
+        kwargs = result_dtypes.result_dtype(func, args, kwargs, self.xp)
         if func in (np.where, np.clip):
             args, kwargs = fitted_ints(func, args, kwargs)
         kwargs = {renamed.get((func.__name__, k), k): v for k, v in kwargs.items()}
@@ -203,16 +211,16 @@ class Dispatched(PerExampleValue):
             values = args[1:] if func is np.where else args
             values, weak_result = weak_operands(func.__name__, values)
             args = (args[0], *values) if func is np.where else values
-        args = _float_input(func, unwrap(args), self.xp)
+        args = result_dtypes.float_input(func, unwrap(args), self.xp)
         if func in (np.where, np.clip):
             args = _weak_scalars(args)
         if weak_result:
             return weakened(self._wrap(target(*args, **unwrap(kwargs))))
         result = target(*args, **unwrap(kwargs))
-        if unsigned_sum and self.xp.__name__ == _TF_NUMPY:
+        if unsigned_sum and self.xp.__name__ == TF_NUMPY:
             result = self.xp.asarray(result, dtype=np.uint64)
-        if func in _FACTORING:
-            _note_singular(args, result, self.xp)
+        if func in linalg.FACTORING:
+            linalg.note_singular(args, result, self.xp)
         return self._wrap(result)
 
 
@@ -220,7 +228,7 @@ def _written_in_place(ufunc, method: str, xp) -> str:
     """Why a ufunc that writes into an array (``out=``, ``ufunc.at``, ``out += v``)
     cannot take a per-example value here, and what to write."""
     name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    library = "JAX" if xp.__name__ == _JAX_NUMPY else "TensorFlow"
+    library = "JAX" if xp.__name__ == JAX_NUMPY else "TensorFlow"
     return (
         f"{name} writes into an array (out=, .at, or an in-place operator such as out += v) "
         f"with a per-example value, which {library} cannot do: its arrays do not change in "
@@ -229,9 +237,7 @@ def _written_in_place(ufunc, method: str, xp) -> str:
     )
 
 
-_TF_NUMPY = "tensorflow.experimental.numpy"
-_JAX_NUMPY = "jax.numpy"
-_BACKEND_OF = {_TF_NUMPY: ("TensorFlow", "tf.*"), _JAX_NUMPY: ("JAX", "jnp.*")}
+_BACKEND_OF = {TF_NUMPY: ("TensorFlow", "tf.*"), JAX_NUMPY: ("JAX", "jnp.*")}
 
 
 def _other_library(library: str, xp) -> str:
@@ -261,7 +267,7 @@ def register_with_jax() -> None:
     from pcbatch.backends import batched_array
 
     def flatten(x):
-        if x.xp.__name__ != _JAX_NUMPY:
+        if x.xp.__name__ != JAX_NUMPY:
             raise OtherLibraryError(_other_library("JAX", x.xp))
         return (x.value,), x.xp
 
@@ -292,121 +298,20 @@ class WeakDispatched(Dispatched):
 # Binary ufuncs whose operands NumPy does not promote to one dtype (``ldexp(float, int)``).
 _MIXED_TYPE_UFUNCS = frozenset({"ldexp"})
 
-#: NumPy sums and multiplies booleans and integers narrower than 64 bits in int64 (uint64
-#: for unsigned ones): ``np.cumsum(int8_v)`` does not wrap at 127. JAX's cumsum and
-#: cumprod kept int8 and wrapped, TensorFlow's trace too.
-_WIDENING = frozenset({
-    np.sum, np.prod, np.cumsum, np.cumprod, np.trace,
-    np.nansum, np.nanprod, np.nancumsum, np.nancumprod,
-})
-#: NumPy's mean, variance and standard deviation of integers are float64 (JAX's mean of
-#: int8 was float32)
-_FLOAT_OF_INTEGERS = frozenset({np.mean, np.var, np.std, np.nanmean, np.nanvar, np.nanstd})
-
-
-#: ``np.linalg`` functions NumPy raises LinAlgError in for a singular matrix (for
-#: ``cholesky``, one not positive definite), where JAX and TensorFlow return inf or nan
-_FACTORING = frozenset({np.linalg.solve, np.linalg.inv, np.linalg.cholesky})
-
-
-def _note_singular(args: tuple, result, xp) -> None:
-    """For the compiled machine's probe (`weak.note_fault`): the examples whose finite
-    matrix gave a result that is not, where NumPy raises LinAlgError."""
-    from pcbatch.backends import weak
-
-    inputs = [a for a in args if _is_foreign_array(a)]
-    finite = [xp.all(xp.isfinite(a)) for a in inputs]
-    if not finite:
-        return
-    given = finite[0] if len(finite) == 1 else xp.logical_and(*finite[:2])
-    failed = xp.logical_and(given, xp.logical_not(xp.all(xp.isfinite(result))))
-    weak.note_fault(failed, xp, weak.SINGULAR)
-
-
-def _unsigned(args: tuple) -> bool:
-    return bool(args) and _is_foreign_array(args[0]) and _numpy_dtype(args[0]).kind == "u"
-
-
-def _numpy_result_dtype(func, args: tuple, kwargs: dict, xp) -> dict:
-    """``kwargs`` with the ``dtype`` NumPy would compute ``func`` of booleans or integers
-    in, where the library would choose another; unchanged if the caller gave one."""
-    if "dtype" in kwargs or not args or not _is_foreign_array(args[0]):
-        return kwargs
-    dtype = _numpy_dtype(args[0])
-    if dtype.kind not in "biu":
-        return kwargs
-    if func in _WIDENING and (dtype.kind == "b" or dtype.itemsize < 8):
-        # uint64 would be NumPy's for unsigned ones; XLA under TensorFlow has no uint64
-        # cumsum, and int64 holds any sum of narrower unsigned values the same
-        wide = np.uint64 if dtype.kind == "u" and xp.__name__ != _TF_NUMPY else np.int64
-        return {**kwargs, "dtype": _available(wide, xp)}
-    if func in _FLOAT_OF_INTEGERS:
-        return {**kwargs, "dtype": _available(np.float64, xp)}
-    return kwargs
-
-
-#: functions with no ``dtype`` argument that NumPy computes in float64 for integers (JAX
-#: in float32)
-_FLOAT_INPUT = frozenset({np.average, np.median, np.nanmedian, np.percentile, np.quantile})
-
-
-def _float_input(func, args: tuple, xp) -> tuple:
-    if func not in _FLOAT_INPUT or not args or not _is_foreign_array(args[0]):
-        return args
-    if _numpy_dtype(args[0]).kind not in "biu":
-        return args
-    return (xp.asarray(args[0], dtype=_available(np.float64, xp)), *args[1:])
-
-
 def _numpy_promotion(inputs: tuple, xp) -> tuple:
     """Arrays of different dtypes made NumPy's ``result_type`` of them first. JAX
     promotes by its own lattice (``float32 * int64`` is float32 there, float64 in
     NumPy, and so per example in the user's code); TensorFlow's NumPy already agrees.
     Under JAX without ``jax_enable_x64`` the result is its 32-bit counterpart."""
-    arrays = [x for x in inputs if _is_foreign_array(x) or isinstance(x, (np.ndarray, np.generic))]
+    arrays = [x for x in inputs if is_foreign_array(x) or isinstance(x, (np.ndarray, np.generic))]
     dtypes = {np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype)) for x in arrays}
     if len(dtypes) < 2:
         return inputs
-    target = _available(np.result_type(*dtypes), xp)
+    target = available(np.result_type(*dtypes), xp)
     return tuple(
         xp.asarray(x, dtype=target) if any(x is a for a in arrays) and x.dtype != target else x
         for x in inputs
     )
-
-
-def _numpy_loop(ufunc, inputs: tuple, xp) -> tuple:
-    """``(inputs, narrowed)``: the operands in the dtypes of the loop NumPy runs ``ufunc``
-    in, and the dtype to round the result to (or None). NumPy computes ``np.sqrt(int8)``
-    in float16 and ``np.sqrt(int32)`` in float64, where JAX computed both in float32 and
-    TensorFlow failed; and NumPy's float16 loops compute in float32 and round the result,
-    where JAX's ``exp2`` in float16 gave 8.01 for 8. (Integer loops need nothing.)"""
-    if ufunc.nout != 1 or not all(_is_foreign_array(x) or isinstance(x, np.ndarray)
-                                  for x in inputs):
-        return inputs, None
-    dtypes = tuple(_numpy_dtype(x) for x in inputs)
-    if not any(d.kind in "biu" or d == np.float16 for d in dtypes):
-        return inputs, None
-    try:
-        loop = ufunc.resolve_dtypes((*dtypes, None))
-    except (TypeError, ValueError):
-        return inputs, None  # no loop: the library says so itself
-    *wanted, out = loop
-    if all(d.kind in "biu" for d in wanted):
-        if xp.__name__ == _TF_NUMPY and ufunc.__name__ in _TF_FLOAT_ONLY:
-            float64 = _available(np.float64, xp)
-            return tuple(xp.asarray(x, dtype=float64) for x in inputs), out
-        return inputs, None
-    computing = [np.dtype(np.float32) if d == np.float16 else d for d in wanted]
-    inputs = tuple(
-        x if d == c else xp.asarray(x, dtype=_available(c, xp))
-        for x, d, c in zip(inputs, dtypes, computing)
-    )
-    return inputs, (out if out == np.float16 else None)
-
-
-#: ufuncs TensorFlow's NumPy takes floats only for (``np.floor(int8_v)`` is int8 in
-#: NumPy: computed in float64 there and converted back, exactly)
-_TF_FLOAT_ONLY = frozenset({"floor", "ceil", "trunc", "isnan", "isinf", "isfinite"})
 
 
 def _tensorflow_ufunc(name: str):
@@ -422,11 +327,11 @@ def _float_division(inputs: tuple, xp) -> tuple:
     """NumPy divides integers (and bools) in float64; JAX's ``int32 / int32`` is float32,
     and TensorFlow's ``uint8 / uint8`` too. Integer operands are made the default float
     first (float64; under JAX without x64 float32, its float)."""
-    arrays = [x for x in inputs if _is_foreign_array(x)]
+    arrays = [x for x in inputs if is_foreign_array(x)]
     kinds = {np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype)).kind for x in arrays}
     if not arrays or not kinds <= set("biu"):
         return inputs
-    return tuple(xp.asarray(x, dtype=float) if _is_foreign_array(x) else x for x in inputs)
+    return tuple(xp.asarray(x, dtype=float) if is_foreign_array(x) else x for x in inputs)
 
 
 _COMPARISONS = frozenset({"less", "less_equal", "greater", "greater_equal", "equal", "not_equal"})
@@ -437,13 +342,13 @@ def _exact_int_comparison(inputs: tuple, xp) -> tuple:
     exactly (``uint8_x < 300`` is True); JAX and TensorFlow would fail to convert the int.
     Such a comparison runs in int64 instead (values below 2**63 compare the same)."""
     ints = [x for x in inputs if type(x) is int]
-    arrays = [x for x in inputs if _is_foreign_array(x)]
+    arrays = [x for x in inputs if is_foreign_array(x)]
     kinds = [np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype)) for x in arrays]
     if not ints or not kinds or any(d.kind not in "iu" for d in kinds):
         return inputs
     if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in ints for d in kinds):
         return inputs
-    return tuple(xp.asarray(x, dtype=np.int64) if _is_foreign_array(x) else x for x in inputs)
+    return tuple(xp.asarray(x, dtype=np.int64) if is_foreign_array(x) else x for x in inputs)
 
 
 def _checked_exponent(base, exponent, xp) -> tuple:
@@ -457,17 +362,13 @@ def _checked_exponent(base, exponent, xp) -> tuple:
         return base, exponent
     from pcbatch.backends import weak
 
-    fixed = not _is_foreign_array(exponent)
+    fixed = not is_foreign_array(exponent)
     if fixed and np.all(np.asarray(exponent) >= 0):
         return base, exponent  # ``n ** 2``: nothing to check
     negative = xp.less(exponent, 0)
     # over the base too: a fixed exponent's flag says nothing of the example
     weak.note_fault(xp.logical_or(negative, xp.not_equal(base, base)), xp, weak.NEGATIVE_POWER)
     return base, xp.where(negative, xp.zeros_like(exponent), exponent)
-
-
-def _numpy_dtype(x) -> np.dtype:
-    return np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype))
 
 
 def _dtype_of(x):
@@ -502,7 +403,7 @@ def _weak_scalars(inputs: tuple) -> tuple:
     dtypes = [
         np.dtype(getattr(x.dtype, "as_numpy_dtype", x.dtype))
         for x in inputs
-        if _is_foreign_array(x)
+        if is_foreign_array(x)
     ]
     if not dtypes or len(dtypes) == len(inputs):
         return inputs
@@ -531,17 +432,6 @@ _SHIFTS = ("left_shift", "right_shift")
 
 # Keyword arguments whose names differ between NumPy and its counterparts.
 _RENAMED = {"jax.numpy": {("clip", "a_min"): "min", ("clip", "a_max"): "max"}}
-
-
-def _available(dtype, xp):
-    """``dtype`` as the namespace has it: JAX without ``jax_enable_x64`` runs 64-bit
-    types as 32-bit ones (as the JAX backend documents), which asking for them would
-    only add a warning to (``float(x)`` and ``x.item()`` ask for float64)."""
-    if xp.__name__ == "jax.numpy":
-        import jax
-
-        return jax.dtypes.canonicalize_dtype(np.dtype(dtype))
-    return dtype
 
 
 def _tensorflow_round(xp):
@@ -579,56 +469,13 @@ def _tensorflow_norm(xp):
     return norm
 
 
-def _tensorflow_linalg(name: str):
-    """``np.linalg``'s ``solve``, ``inv``, ``cholesky`` for TensorFlow's NumPy, which has
-    none: ``tf.linalg``'s, with NumPy's vector right-hand side for ``solve`` (``b`` of
-    one dimension). (``det`` and ``slogdet`` are left out: XLA has no kernel for them.)"""
-
-    def counterpart(xp):
-        import tensorflow as tf
-
-        if name != "solve":
-            return lambda a: getattr(tf.linalg, name)(_factorable(a, name, xp))
-
-        def solve(a, b):
-            a = _factorable(a, name, xp)
-            if len(b.shape) == 1:
-                return tf.linalg.solve(a, b[:, None])[:, 0]
-            return tf.linalg.solve(a, b)
-
-        return solve
-
-    return counterpart
-
-
-def _factorable(a, name: str, xp):
-    """``a``, where TensorFlow's kernels (without XLA) would fail the whole run on it (a
-    singular matrix; for ``cholesky`` one not positive definite), the identity instead,
-    noted for the probe (`weak.note_fault`: that example fails with NumPy's
-    LinAlgError). XLA's kernels return inf or nan instead (`_note_singular`)."""
-    import tensorflow as tf
-
-    from pcbatch.backends import weak
-    from pcbatch.backends.tensorflow import in_xla_context
-
-    if in_xla_context():
-        return a
-    if name == "cholesky":
-        failing = tf.reduce_min(tf.linalg.eigvalsh(a), axis=-1) <= 0
-    else:
-        failing = tf.equal(tf.linalg.slogdet(a)[0], 0)
-    weak.note_fault(failing, xp, weak.SINGULAR)
-    identity = tf.eye(a.shape[-1], dtype=a.dtype)
-    return tf.where(failing[..., None, None], identity, a)
-
-
 #: NumPy functions whose counterpart in a namespace is replaced
 _REPLACED = {
     "tensorflow.experimental.numpy": {
         "round": _tensorflow_round,
         "around": _tensorflow_round,
         "norm": _tensorflow_norm,
-        **{name: _tensorflow_linalg(name) for name in ("solve", "inv", "cholesky")},
+        **{name: linalg.tensorflow_linalg(name) for name in ("solve", "inv", "cholesky")},
     }
 }
 
@@ -649,16 +496,12 @@ def _counterpart(func: Callable, xp):
     return getattr(namespace, func.__name__, None) or getattr(xp, func.__name__, None)
 
 
-def _is_foreign_array(value) -> bool:
-    return hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.ndarray)
-
-
 def wrap(value: Any, xp) -> Any:
     if isinstance(value, Dispatched):
         return value
     if is_pattern_node(value):
         return rebuild(value, [wrap(v, xp) for v in value])
-    if _is_foreign_array(value):
+    if is_foreign_array(value):
         return Dispatched(value, xp)
     return value
 
@@ -718,7 +561,7 @@ def adapt(function: Callable, namespace: str) -> Callable:
     xp = importlib.import_module(namespace)
     register_with_jax()
 
-    as_stored = _as_numpy_scalars if namespace == _TF_NUMPY else (lambda results: results)
+    as_stored = _as_numpy_scalars if namespace == TF_NUMPY else (lambda results: results)
 
     def adapted(*args):
         try:
