@@ -145,7 +145,7 @@ def solved(m, b):
 
 
 def sums_and_means(v):
-    m = np.outer(v, v)
+    m = np.stack([v, v[::-1], v])
     return (np.sum(v), v.prod(), np.cumsum(v), v.cumprod(), np.trace(m), np.mean(v),
             np.var(v), np.average(v), m.cumsum(axis=1))
 
