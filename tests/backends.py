@@ -91,4 +91,16 @@ def assert_close(actual, expected, name: str) -> None:
         np.testing.assert_array_equal(actual, expected)
 
 
+def assert_identical(got, want, zero_signs: bool = False) -> None:
+    """The same (nested) results: dtypes and values, nan where nan; with ``zero_signs``,
+    zeros of the same sign too."""
+    got, want = leaves(got), leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(map(np.asarray, got), map(np.asarray, want)):
+        assert g.dtype == w.dtype, f"dtype {g.dtype} != {w.dtype}"
+        np.testing.assert_array_equal(g, w)
+        if zero_signs and w.dtype.kind == "f":
+            np.testing.assert_array_equal(np.signbit(g), np.signbit(w), "signs of zeros")
+
+
 backend_param = pytest.mark.parametrize("backend_name", BACKEND_NAMES)

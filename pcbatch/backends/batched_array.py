@@ -80,6 +80,7 @@ class BatchedArray(BatchedView):
     def __getitem__(self, index: Any) -> BatchedArray:
         if not isinstance(index, tuple):
             index = (index,)
+        per_example.refuse_value_slices(index, lambda bound: isinstance(bound, BatchedArray))
         try:
             if any(isinstance(i, BatchedArray) for i in index):
                 if all(_is_simple_index(i) for i in index):

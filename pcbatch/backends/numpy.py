@@ -68,6 +68,19 @@ def may_cast(have: np.dtype, want: np.dtype) -> bool:
     return np.can_cast(have, want, casting="same_kind") or (have.kind == "i" and want.kind == "u")
 
 
+def check_example_shape(have: tuple, want: tuple) -> None:
+    """A primitive's per-example result has the shape type inference gave it: a ValueError
+    if not. They differ only where the shape depends on the values (``v[k:]`` with ``k``
+    per example, run one example at a time), which broadcasting would hide."""
+    if tuple(have) != tuple(want):
+        raise ValueError(
+            f"each example's value has shape {tuple(have)} where type inference, running "
+            f"the line on dummy values, found {tuple(want)}: the shape depends on the "
+            "values (a slice with a per-example bound, np.nonzero, ...), which one batch "
+            "cannot hold; keep the length fixed (np.where(mask, v, 0), v[k + np.arange(3)])"
+        )
+
+
 def _shape_merge(s1, s2):
     if s1 is None:
         return s2
@@ -150,6 +163,8 @@ class NumpyBackend:
             missing = len(type_.shape) - (array.ndim - 1)
             if missing > 0:
                 array = array.reshape(array.shape[:1] + (1,) * missing + array.shape[1:])
+            elif missing == 0:
+                check_example_shape(array.shape[1:], type_.shape)
         if array.dtype != type_.dtype:
             if not may_cast(array.dtype, np.dtype(type_.dtype)):
                 raise TypeError(f"got dtype {array.dtype}, expected {np.dtype(type_.dtype)}")

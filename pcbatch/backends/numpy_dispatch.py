@@ -118,6 +118,7 @@ class Dispatched(PerExampleValue):
             ) from None
 
     def __getitem__(self, index):
+        per_example.refuse_value_slices(index, _is_per_example)
         index = unwrap(index)
         parts = index if isinstance(index, tuple) else (index,)
         if any(is_foreign_array(p) and numpy_dtype(p).kind == "b" for p in parts):
@@ -170,8 +171,8 @@ class Dispatched(PerExampleValue):
             function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)
         if ufunc.__name__ in division.UFUNCS and method == "__call__":
             function = division.numpy_exact(ufunc.__name__, function, self.xp)
-        if function is None and self.xp.__name__ == TF_NUMPY:
-            function = _tensorflow_ufunc(ufunc.__name__)
+        if self.xp.__name__ == TF_NUMPY and (function is None or ufunc.__name__ in _EXTREMA):
+            function = _tensorflow_ufunc(ufunc.__name__, self.xp)
         if method != "__call__" or function is None:
             return NotImplemented
         inputs = unwrap(inputs)
@@ -184,7 +185,7 @@ class Dispatched(PerExampleValue):
         inputs = _weak_scalars(inputs)
         inputs, narrowed = result_dtypes.numpy_loop(ufunc, inputs, self.xp)
         if ufunc is np.power:
-            function = _jax_power if self.xp.__name__ == JAX_NUMPY else function
+            function = _integer_power(self.xp)
             inputs = _checked_exponent(*inputs, xp=self.xp)
         result = function(*inputs, **unwrap(kwargs))
         if narrowed is not None:
@@ -216,7 +217,7 @@ class Dispatched(PerExampleValue):
             args = _weak_scalars(args)
         if weak_result:
             return weakened(self._wrap(target(*args, **unwrap(kwargs))))
-        result = target(*args, **unwrap(kwargs))
+        result = result_dtypes.numpy_indices(func, kwargs, target(*args, **unwrap(kwargs)), self.xp)
         if unsigned_sum and self.xp.__name__ == TF_NUMPY:
             result = self.xp.asarray(result, dtype=np.uint64)
         if func in linalg.FACTORING:
@@ -314,13 +315,39 @@ def _numpy_promotion(inputs: tuple, xp) -> tuple:
     )
 
 
-def _tensorflow_ufunc(name: str):
-    """A ufunc TensorFlow's NumPy lacks, from TensorFlow itself (None if none)."""
+def _tensorflow_ufunc(name: str, xp):
+    """A ufunc TensorFlow's NumPy lacks or computes otherwise, from TensorFlow itself
+    (None if none)."""
     import tensorflow as tf
 
     if name in _SHIFTS:
         return getattr(tf.bitwise, name)
+    if name in _EXTREMA:
+        integer_function = getattr(xp, {"fmax": "maximum", "fmin": "minimum"}.get(name, name))
+        return _extremum(_EXTREMA[name], integer_function, xp)
     return {"rint": tf.math.round}.get(name)  # half to even, as NumPy
+
+
+#: ``np.maximum``, ``np.minimum``, ``np.fmax``, ``np.fmin``: where NumPy's float loop
+#: keeps the first operand (a NaN that maximum propagates and fmax drops, and which of
+#: two equal zeros it gives). TensorFlow's maximum and minimum drop a NaN; it has no fmax.
+_EXTREMA = {
+    "maximum": lambda a, b, xp: xp.isnan(a) | (a > b),
+    "minimum": lambda a, b, xp: xp.isnan(a) | (a < b),
+    "fmax": lambda a, b, xp: xp.isnan(b) | (a >= b),
+    "fmin": lambda a, b, xp: xp.isnan(b) | (a <= b),
+}
+
+
+def _extremum(keeps_first, integer_function, xp):
+    def extremum(a, b):
+        dtype = np.result_type(*(numpy_dtype(x) if is_foreign_array(x) else x for x in (a, b)))
+        if dtype.kind != "f":
+            return integer_function(a, b)  # no NaN, no signed zero
+        a, b = xp.asarray(a, dtype=dtype), xp.asarray(b, dtype=dtype)
+        return xp.where(keeps_first(a, b, xp), a, b)
+
+    return extremum
 
 
 def _float_division(inputs: tuple, xp) -> tuple:
@@ -377,23 +404,41 @@ def _dtype_of(x):
     return getattr(x, "dtype", None)
 
 
-def _jax_power(base, exponent, **kwargs):
-    """NumPy's ``power`` on JAX. Integers to an integer array's powers go bit by bit
-    over the whole exponent: ``jnp.power`` reads only the exponent's low six bits there
-    (``3 ** 100`` came out ``3 ** 36``), where NumPy wraps the full product. A fixed
-    exponent keeps ``jnp.power`` (JAX's exact ``integer_pow``)."""
-    import jax.numpy as jnp
+def _integer_power(xp):
+    """NumPy's ``power`` on JAX and TensorFlow. Integers to an integer array's powers go
+    bit by bit over the whole exponent, wrapping as NumPy's product does: ``jnp.power``
+    reads only the exponent's low six bits there (``3 ** 100`` came out ``3 ** 36``),
+    TensorFlow's gave 1 for ``2 ** 3000000`` (NumPy: 0). A fixed exponent keeps the
+    library's power (JAX's exact ``integer_pow``)."""
 
-    dtype = jnp.result_type(base, exponent)
-    fixed = np.ndim(exponent) == 0 and not hasattr(exponent, "aval")
-    if dtype.kind not in "iu" or fixed or kwargs:
-        return jnp.power(base, exponent, **kwargs)
-    base, exponent = jnp.asarray(base, dtype), jnp.asarray(exponent, dtype)
-    result = jnp.ones(jnp.broadcast_shapes(base.shape, exponent.shape), dtype)
-    for _ in range(8 * dtype.itemsize):  # negative exponents were refused before
-        result = jnp.where((exponent & 1) == 1, result * base, result)
-        exponent, base = exponent >> 1, base * base
-    return result
+    def power(base, exponent, **kwargs):
+        dtype = np.result_type(*(numpy_dtype(x) if is_foreign_array(x) else x
+                                 for x in (base, exponent)))
+        fixed = np.ndim(exponent) == 0 and not is_foreign_array(exponent)
+        if dtype.kind not in "iu" or fixed or kwargs:
+            return xp.power(base, exponent, **kwargs)
+        base, exponent = xp.asarray(base, dtype), xp.asarray(exponent, dtype)
+        result = xp.ones_like(base * exponent)  # the broadcast shape
+        low_bit, shifted = _bit_operations(xp)
+        for _ in range(8 * dtype.itemsize):  # negative exponents were refused before
+            result = xp.where(low_bit(exponent), result * base, result)
+            exponent, base = shifted(exponent), base * base
+        return result
+
+    return power
+
+
+def _bit_operations(xp) -> tuple:
+    """``(low_bit, shifted)``: whether an integer's lowest bit is set, and it shifted
+    right by one (TensorFlow's tensors have no bit operators)."""
+    if xp.__name__ != TF_NUMPY:
+        return (lambda n: (n & 1) == 1), (lambda n: n >> 1)
+    import tensorflow as tf
+
+    one = lambda n: tf.ones_like(n)  # noqa: E731 - in the integer's own dtype
+    return (lambda n: tf.bitwise.bitwise_and(n, one(n)) == one(n)), (
+        lambda n: tf.bitwise.right_shift(n, one(n))
+    )
 
 
 def _weak_scalars(inputs: tuple) -> tuple:
@@ -470,13 +515,55 @@ def _tensorflow_norm(xp):
 
 
 #: NumPy functions whose counterpart in a namespace is replaced
+def _sorting(name: str):
+    """``np.sort``/``np.argsort`` with NumPy's ``kind=`` and ``stable=`` (JAX refuses
+    ``kind``, TensorFlow any kind but quicksort). Both give the stable order, a right
+    answer for every kind: NumPy leaves the order of ties unspecified but for stable
+    sorts (its own default order depends on the CPU's vector instructions)."""
+
+    def replacement(xp):
+        def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+            if order is not None:
+                raise TypeError(f"np.{name}(order=...) sorts structured arrays; pcbatch has none")
+            if xp.__name__ == JAX_NUMPY:
+                return getattr(xp, name)(a, axis=axis, stable=True)
+            import tensorflow as tf
+
+            if axis is None:
+                a, axis = tf.reshape(a, [-1]), -1
+            order = _tensorflow_argsort(tf.convert_to_tensor(a), axis, xp)
+            return order if name == "argsort" else xp.take_along_axis(a, order, axis)
+
+        return sort
+
+    return replacement
+
+
+def _tensorflow_argsort(a, axis: int, xp):
+    """NumPy's stable argsort on TensorFlow: every NaN after every number, whatever its
+    sign bit (tf.argsort puts -nan first): the numbers' order with NaN as inf, then the
+    NaNs moved last, stably."""
+    import tensorflow as tf
+
+    if not a.dtype.is_floating:
+        return tf.cast(tf.argsort(a, axis=axis, stable=True), tf.int64)
+    nan = tf.math.is_nan(a)
+    order = tf.argsort(tf.where(nan, tf.constant(np.inf, a.dtype), a), axis=axis, stable=True)
+    nan_in_order = tf.cast(xp.take_along_axis(nan, order, axis), tf.int8)
+    order = xp.take_along_axis(order, tf.argsort(nan_in_order, axis=axis, stable=True), axis)
+    return tf.cast(order, tf.int64)
+
+
 _REPLACED = {
     "tensorflow.experimental.numpy": {
         "round": _tensorflow_round,
         "around": _tensorflow_round,
         "norm": _tensorflow_norm,
+        "sort": _sorting("sort"),
+        "argsort": _sorting("argsort"),
         **{name: linalg.tensorflow_linalg(name) for name in ("solve", "inv", "cholesky")},
-    }
+    },
+    "jax.numpy": {"sort": _sorting("sort"), "argsort": _sorting("argsort")},
 }
 
 
@@ -504,6 +591,10 @@ def wrap(value: Any, xp) -> Any:
     if is_foreign_array(value):
         return Dispatched(value, xp)
     return value
+
+
+def _is_per_example(value: Any) -> bool:
+    return isinstance(value, Dispatched) or is_foreign_array(value)
 
 
 def unwrap(value: Any) -> Any:

@@ -20,10 +20,12 @@ like that value: `pcbatch.backends.batched_array.BatchedArray` (a NumPy batch),
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from pcbatch.backends import python_ints
 from pcbatch.backends.scalars import (
     BatchedValueError,
     as_python_round,
@@ -42,6 +44,7 @@ __all__ = [
     "is_simple_index",
     "leaves",
     "one_shape_argument",
+    "refuse_value_slices",
     "weak_operands",
     "weakened",
     "weak_ufunc",
@@ -78,6 +81,25 @@ def refuse_boolean_mask() -> None:
         f"v[mask] with a per-example boolean mask selects as many items as are True, "
         f"{_RAGGED_ADVICE}"
     )
+
+
+def refuse_value_slices(index, is_value: Callable[[Any], bool]) -> None:
+    """``v[:k]``, ``v[k:k + 2]`` with a bound that holds a value per example (a variable,
+    a loop counter, a parameter): the slice's length would depend on each example's
+    values, so no type holds it; type inference, which runs the line on dummy values,
+    would take the dummies' length. A TypeError saying what to write instead."""
+    parts = index if isinstance(index, tuple) else (index,)
+    for part in parts:
+        if isinstance(part, slice) and any(
+            is_value(bound) for bound in (part.start, part.stop, part.step)
+        ):
+            raise BatchedValueError(
+                "v[a:b] with a bound computed per example (a variable, a loop counter, a "
+                "parameter) has a length that depends on each example's values, "
+                f"{_RAGGED_ADVICE}, np.sum(np.where(np.arange(len(v)) < k, v, 0)) for "
+                "v[:k].sum(), v[k + np.arange(3)] for the 3 items from k; a bound that is "
+                "the same for every example can be a literal or a module constant"
+            )
 
 
 def one_shape_argument(parts: tuple) -> tuple:
@@ -378,10 +400,28 @@ def weak_ufunc(view, ufunc, method, inputs, kwargs):
     """``view.__array_ufunc__`` on operands some of which are weak: NEP 50 first, then
     the ufunc; a result between weak operands is weak."""
     inputs, weak_result = weak_operands(ufunc.__name__, inputs)
+    if weak_result:
+        inputs = python_ints.python_bools(ufunc.__name__, inputs)
     if weak_result and ufunc.__name__ in _DIVISIONS and len(inputs) == 2:
         inputs = _python_division(*inputs)
     result = view.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+    if weak_result and method == "__call__" and python_ints.is_checked(ufunc.__name__, result):
+        _check_python_int(python_ints.outside(ufunc.__name__, inputs, result))
     return weakened(result) if weak_result else result
+
+
+def _check_python_int(outside) -> None:
+    """Python ints past int64's range (`python_ints`): on NumPy and Torch (a view holding
+    the active examples) raised at once; a compiled machine's probe notes them."""
+    from pcbatch.backends import weak
+
+    data = getattr(outside, "data", None)
+    if data is not None:
+        if bool(data.any()):
+            raise python_ints.overflow_error(weak.user_line())
+        weak.note_fault(data, None, weak.PYTHON_INT)  # for type inference: it may overflow
+        return
+    weak.note_fault(outside.value, outside.xp, weak.PYTHON_INT)
 
 
 #: ufuncs that Python's ``/``, ``//``, ``%``, ``divmod`` run as

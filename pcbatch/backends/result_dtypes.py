@@ -95,3 +95,30 @@ def numpy_loop(ufunc, inputs: tuple, xp) -> tuple:
 #: ufuncs TensorFlow's NumPy takes floats only for (``np.floor(int8_v)`` is int8 in
 #: NumPy: computed in float64 there and converted back, exactly)
 _TF_FLOAT_ONLY = frozenset({"floor", "ceil", "trunc", "isnan", "isinf", "isfinite"})
+
+
+#: functions whose results are indices or counts, int64 (intp) in NumPy: JAX gave int32
+#: for searchsorted, digitize and argpartition with x64 on, and float64 counts for
+#: histogram (which NumPy counts in int64 unless weighted or a density)
+_INDICES = frozenset({
+    np.searchsorted, np.digitize, np.argpartition, np.argmax, np.argmin, np.nanargmax,
+    np.nanargmin, np.lexsort, np.count_nonzero, np.ravel_multi_index,
+})
+_COUNTS = frozenset({np.histogram, np.bincount})
+
+
+def numpy_indices(func, kwargs: dict, result, xp):
+    """``result`` with NumPy's int64 indices and counts (where it has them)."""
+    if func in _INDICES and is_foreign_array(result) and numpy_dtype(result).kind in "iu":
+        return _as_int64(result, xp)
+    if func in _COUNTS and kwargs.get("weights") is None and not kwargs.get("density"):
+        if func is np.bincount:
+            return _as_int64(result, xp)
+        counts, edges = result
+        return _as_int64(counts, xp), edges
+    return result
+
+
+def _as_int64(array, xp):
+    want = available(np.int64, xp)
+    return array if numpy_dtype(array) == want else xp.asarray(array, dtype=want)

@@ -34,7 +34,7 @@ import torch
 from pcbatch.backends import batched_array
 from pcbatch.backends.bounds import index_error
 from pcbatch.backends.eager_storage import Register, Stack
-from pcbatch.backends.numpy import NumpyBackend, dummy_array, may_cast
+from pcbatch.backends.numpy import NumpyBackend, check_example_shape, dummy_array, may_cast
 from pcbatch.backends.scalars import BatchedValueError
 from pcbatch.backends.torch_values import (
     NUMPY_OF_TORCH,
@@ -223,7 +223,9 @@ class TorchBackend(NumpyBackend):
             have = array.dtype
             if have not in TORCH_OF_NUMPY and may_cast(have, np.dtype(type_.dtype)):
                 array = array.astype(type_.dtype)  # say, a uint32 constant into int64
-            if not array.flags.writeable:  # a primitive passed its input through
+            if not array.flags.writeable or any(step < 0 for step in array.strides):
+                # a primitive passed its input through, or reversed it (v[::-1]): torch
+                # takes neither a read-only array nor a negative stride
                 array = array.copy()
             tensor = torch.as_tensor(array, dtype=torch_dtype(array.dtype), device=self.device)
         if tuple(tensor.shape) == target and tensor.dtype == want:
@@ -232,6 +234,8 @@ class TorchBackend(NumpyBackend):
             missing = len(type_.shape) - (tensor.ndim - 1)
             if missing > 0:
                 tensor = tensor.reshape(tensor.shape[:1] + (1,) * missing + tensor.shape[1:])
+            elif missing == 0:
+                check_example_shape(tuple(tensor.shape[1:]), type_.shape)
         if tensor.dtype != want:
             if not may_cast(have, np.dtype(type_.dtype)):
                 raise TypeError(f"got dtype {have}, expected {np.dtype(type_.dtype)}")

@@ -117,6 +117,7 @@ class TorchBatched(BatchedView):
 
     def __getitem__(self, index: Any) -> TorchBatched:
         parts = index if isinstance(index, tuple) else (index,)
+        per_example.refuse_value_slices(parts, lambda bound: isinstance(bound, TorchBatched))
         if any(isinstance(p, TorchBatched) for p in parts):
             if not all(per_example.is_simple_index(p) for p in parts):
                 raise NotNative("a per-example index beside slices or arrays")

@@ -130,11 +130,12 @@ def collecting_overflow():
 
 
 @contextlib.contextmanager
-def checked_elsewhere():
-    """Inside: `note_fault` notes nothing (an op the frontend checks with a primitive of
-    its own, `runtime.IntPowerGuard`: a probe would only repeat it)."""
-    previous = getattr(_PROBE, "unchecked", False)
-    _PROBE.unchecked = True
+def checked_elsewhere(kind: str):
+    """Inside: `note_fault` notes nothing of ``kind`` (an op the frontend checks with a
+    primitive of its own, `runtime.IntPowerGuard`, or that cannot fail: a probe would
+    only repeat it)."""
+    previous = getattr(_PROBE, "unchecked", frozenset())
+    _PROBE.unchecked = previous | {kind}
     try:
         yield
     finally:
@@ -144,7 +145,7 @@ def checked_elsewhere():
 def note_fault(flag: Any, xp, kind: str) -> None:
     """Inside a probe: records ``flag`` (True where NumPy would raise), of ``kind``."""
     flags = getattr(_PROBE, "flags", None)
-    if flags is None or getattr(_PROBE, "unchecked", False):
+    if flags is None or kind in getattr(_PROBE, "unchecked", frozenset()):
         return
     flags.append((flag, xp))
     if kind not in flags.kinds:
@@ -270,16 +271,27 @@ def singular_matrix_error(where: str | None) -> np.linalg.LinAlgError:
 #: `pcbatch.backends.bounds.INDEX`, spelled here to keep this module's imports light
 INDEX = "index out of bounds"
 SINGULAR = "singular matrix"
+PYTHON_INT = "Python int past int64"
 _ERRORS = {
     NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error,
     INDEX: _index_error, SINGULAR: singular_matrix_error,
+    PYTHON_INT: lambda where: _python_ints().overflow_error(where),
 }
+
+
+def _python_ints():
+    from pcbatch.backends import python_ints
+
+    return python_ints
 
 
 def _check_error(overflow_at: str | None, checks: tuple) -> Exception:
     """The error of a probed primitive; one that may fail in several ways (the probe does
     not say which failed) names them all, with the first's type."""
     errors = [_overflow_error(overflow_at)] if overflow_at is not None else []
+    # an int past int64 comes last: where its arithmetic meets another check (``a // k``
+    # of Python ints), the other's exception is the likelier one
+    checks = sorted(checks, key=lambda check: check[0] == PYTHON_INT)
     errors += [_ERRORS[kind](where) for kind, where in checks if kind in _ERRORS]
     if len(errors) == 1:
         return errors[0]

@@ -110,8 +110,13 @@ def python_int(x):
 
 
 def range_next(counter, step):
-    """The next value of a ``range`` counter: Python int arithmetic (never wraps)."""
-    return python_int(counter) + python_int(step)
+    """The next value of a ``range`` counter: Python int arithmetic, unchecked for int64's
+    range (`pcbatch.backends.python_ints`): the counter stays below the range's stop,
+    itself an int64, so only a step past the stop's headroom could wrap."""
+    from pcbatch.backends import weak
+
+    with weak.checked_elsewhere(weak.PYTHON_INT):
+        return python_int(counter) + python_int(step)
 
 
 python_int.weak_results = True  # always a Python int per example (type inference)
@@ -140,7 +145,10 @@ def _is_weak(x) -> bool:
 
 
 def logical_not(x):
-    return np.logical_not(truthy(x))
+    """``not x``: a Python bool per example (weak), whose arithmetic is an int's."""
+    from pcbatch.backends import weak
+
+    return weak.mark(np.logical_not(truthy(x)))
 
 
 def logical_and(left, right):
@@ -305,7 +313,7 @@ def checked_power(base, exponent):
     does not note the check again (`weak.note_fault`, for plain helpers' powers)."""
     from pcbatch.backends import weak
 
-    with weak.checked_elsewhere():
+    with weak.checked_elsewhere(weak.NEGATIVE_POWER):
         return base ** exponent
 
 

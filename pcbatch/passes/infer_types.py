@@ -183,6 +183,20 @@ def as_type(t: Any) -> Type:
     return t if isinstance(t, Type) else Type(t)
 
 
+#: why a variable may not hold different shapes on different paths
+_SHAPES_DIFFER = (
+    "Python's value would have a different shape on each path (say 0.0 before a loop "
+    "and a vector after it), which one batch cannot hold: broadcasting it would change "
+    "what len, .sum(), .shape and indexing give on the other path. Give the variable one "
+    "shape on every path: acc = np.zeros_like(v) or np.zeros(3) rather than acc = 0.0, "
+    "np.broadcast_to(x, v.shape) where a scalar meets a vector"
+)
+
+
+def _known(shape) -> bool:
+    return shape is not None and all(d is not None for d in shape)
+
+
 class _Inference:
     def __init__(self, program: Program, backend):
         self.program = program
@@ -253,6 +267,8 @@ class _Inference:
                 shape = tuple(self.backend.merge_shapes(list(a.shape), list(b.shape)))
             except (TypeError, ValueError) as e:
                 raise self.conflict(var, old, new, loc, str(e)) from None
+            if _known(a.shape) and _known(b.shape) and a.shape != b.shape:
+                raise self.conflict(var, old, new, loc, _SHAPES_DIFFER)
             return (WeakTensorType if weak else TensorType)(dtype, shape)
 
         return Type(map_pattern(leaf, old.tensors, new.tensors))
@@ -262,7 +278,7 @@ class _Inference:
         return TypeInferenceError(
             f"variable {var!r} gets type {new!r}{where(loc)}, but {old!r} elsewhere"
             f"{where(first)}; {why}. Make both definitions agree in structure, "
-            "dtype kind and broadcastable shape."
+            "dtype kind and shape."
         )
 
     # -- one op --------------------------------------------------------------
@@ -550,14 +566,21 @@ def with_weak_inputs(
     )
     any_weak = any(map(is_weak, leaves))
     mixed = any_weak and not all(map(is_weak, leaves))
-    divides = any(kind == weak_values.ZERO_DIVISION for kind, _ in checks)
-    marks = mixed or (any_weak and (noting or divides))
+    # Python's division by zero and ints past int64 (`per_example.weak_ufunc`) are
+    # checked on weak values alone too
+    checked = any(kind in _WEAK_ALONE for kind, _ in checks)
+    # Python's bools compute as ints (`python_ints.python_bools`), NumPy's would not
+    weak_bool = any(is_weak(t) and np.dtype(t.dtype).kind == "b" for t in leaves)
+    marks = mixed or (any_weak and (noting or checked or weak_bool))
     if not op.per_example or not (marks or others):
         return op
     flags = [map_pattern(is_weak if marks else lambda _: False, t.tensors) for t in in_types]
     overflow_at = str(op.loc) if mixed and (narrowing or _may_overflow(leaves)) else None
     function = weak_values.with_weak_inputs(op.function, flags, overflow_at, others)
     return dataclasses.replace(op, function=function)
+
+
+_WEAK_ALONE = frozenset({weak_values.ZERO_DIVISION, weak_values.PYTHON_INT})
 
 
 def _check_site(at: str | None, loc) -> str:

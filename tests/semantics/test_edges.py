@@ -37,14 +37,7 @@ def _pairs(dividends, divisors, dtype) -> tuple:
 
 
 def _assert_identical(got, want) -> None:
-    """Same dtypes and values, nan where nan, and zeros of the same sign."""
-    got, want = backends.leaves(got), backends.leaves(want)
-    assert len(got) == len(want)
-    for g, w in zip(map(np.asarray, got), map(np.asarray, want)):
-        assert g.dtype == w.dtype, f"dtype {g.dtype} != {w.dtype}"
-        np.testing.assert_array_equal(g, w)
-        if w.dtype.kind == "f":
-            np.testing.assert_array_equal(np.signbit(g), np.signbit(w), "signs of zeros")
+    backends.assert_identical(got, want, zero_signs=True)
 
 
 INT_DIVISIONS = [

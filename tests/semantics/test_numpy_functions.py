@@ -1,0 +1,91 @@
+"""NumPy functions whose other-library counterparts answer otherwise (issue 24).
+
+- Sorting: NumPy puts every NaN last, whatever its sign bit; TensorFlow's argsort put
+  ``-nan`` first. ``kind="stable"`` (and ``stable=True``) was refused on JAX and
+  TensorFlow, though it is the one order NumPy defines for ties (its default kind's
+  order of ties depends on the CPU's vector instructions): every backend now sorts
+  stably, for every kind.
+- ``np.maximum``/``np.minimum`` propagate a NaN; TensorFlow's dropped it, silently, and
+  had no ``np.fmax``/``np.fmin``.
+- Indices and counts are int64 in NumPy: JAX's ``searchsorted``, ``digitize`` and
+  ``argpartition`` gave int32 with x64 on, its ``histogram`` float64 counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcbatch
+from tests import backends
+
+NAN = np.nan
+
+
+def sorts(v, m):
+    return (
+        np.sort(v),
+        np.argsort(v, kind="stable"),
+        np.argsort(-v, stable=True),
+        v.argsort(kind="mergesort"),
+        np.sort(v)[::-1],
+        np.sort(m, axis=0),
+        np.argsort(m, axis=0, kind="stable"),
+    )
+
+
+def extrema(a, b, n):
+    return (
+        np.maximum(a, b), np.minimum(a, b), np.fmax(a, b), np.fmin(a, b),
+        np.maximum(a, 1.0), np.fmin(2.0, b), np.maximum(n, 2.5), np.minimum(n, n - 1),
+        max(a, b), min(a, b),
+    )
+
+
+EDGES = np.array([0.0, 1.0, 2.0])
+
+
+def indices(v, x):
+    return (
+        np.searchsorted(EDGES, x),
+        np.searchsorted(v, x, side="right"),
+        np.digitize(x, EDGES),
+        np.argpartition(v, 1),
+        np.histogram(v, bins=3, range=(0.0, 3.0))[0],
+        np.argmax(v),
+    )
+
+
+def _differential(function, args, backend_name) -> None:
+    batched = pcbatch.Context().batch(function)
+    want = batched(*args, dry_run=True)
+    per_example = [function(*row) for row in zip(*args)]
+    backends.assert_identical(want, tuple(np.stack(parts) for parts in zip(*per_example)))
+    backends.assert_identical(batched(*args, backend=backends.backend(backend_name)), want)
+
+
+@backends.backend_param
+def test_sorts_put_every_nan_last_and_ties_in_order(backend_name):
+    v = np.array([[3.0, NAN, 1.0, 2.0], [2.0, 2.0, 1.0, 1.0], [-NAN, 0.0, NAN, -1.0]])
+    with_nans = [[3.0, NAN], [1.0, 2.0], [-NAN, 2.0]]
+    m = np.array([with_nans, with_nans, [[2.0, 2.0], [1.0, 1.0], [0.0, 0.0]]])
+    _differential(sorts, (v, m), backend_name)
+
+
+@backends.backend_param
+def test_maximum_and_minimum_propagate_nan_and_fmax_drops_it(backend_name):
+    a = np.array([NAN, 1.0, 2.0, NAN, -3.0])
+    b = np.array([1.0, NAN, 2.0, NAN, 4.0])
+    n = np.array([1, 5, -3, 2, 3], np.int8)
+    _differential(extrema, (a, b, n), backend_name)
+
+
+@backends.backend_param
+def test_indices_and_counts_are_int64(backend_name):
+    v = np.array([[0.5, 1.5, 2.5], [1.0, 1.0, 3.0], [2.0, 0.0, 1.0]])
+    x = np.array([1.0, -2.0, 2.5])
+    if backend_name == "tensorflow":
+        with pytest.raises(pcbatch.TypeInferenceError, match="no counterpart"):
+            pcbatch.Context().batch(indices)(v, x, backend=backends.backend(backend_name))
+        return
+    _differential(indices, (v, x), backend_name)

@@ -1,0 +1,100 @@
+"""Python's own ints and bools, per example (issue 24).
+
+A value that is a Python ``int`` or ``bool`` per example (a literal, a ``range``
+counter, ``not x``, ``i < 2``, arithmetic on those) computes as Python computes it:
+
+- Python's ints grow without bound: ``factorial(25)`` by ``f = f * i`` and ``2 ** 70``
+  by doubling are exact in Python, and every backend gave the int64 wrap
+  (7034535277573963776, 0) silently. Now OverflowError at the line for those examples
+  (`LaneStatus.ERROR` with ``return_status=True``; the others keep their results).
+  NumPy's own int64 values (an argument, ``np.int64(1)``) still wrap, as NumPy's do.
+- Python's bools are ints in arithmetic: ``flag + other`` is 2 and ``~flag`` is -2,
+  where every backend gave NumPy's bools (True, False) silently.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import pcbatch
+from tests import backends
+
+
+def factorial(n):
+    f = 1
+    for i in range(1, n + 1):
+        f = f * i
+    return f
+
+
+def doubled(n):
+    p = 1
+    for _ in range(n):
+        p = p + p
+    return p, -p, p - 3 * p
+
+
+def wrapping_factorial(n):
+    f = np.int64(1)
+    for i in range(1, n + 1):
+        f = f * i
+    return f
+
+
+def python_bools(n, x):
+    strong = n > 2  # a NumPy bool per example
+    negated = not (n > 2)  # a Python bool
+    last = True
+    for i in range(n):
+        last = i < 2
+    return (
+        negated + last, ~negated, negated * 3, last & negated, last | True, negated ^ last,
+        negated + 1, last / 2, (negated == last) + 0, strong + negated, strong & last,
+        negated + x, -last,
+    )
+
+
+def _batched(function):
+    return pcbatch.Context().batch(function)
+
+
+@backends.backend_param
+@pytest.mark.parametrize(("program", "big"), [(factorial, 25), (doubled, 70)])
+def test_a_python_int_past_int64_is_an_overflow_error_at_the_line(program, big, backend_name):
+    n = np.array([5, big, 3])
+    assert program(big) == program(big)  # Python's exact int: no error per example
+    with pytest.raises(OverflowError, match="int64") as info:
+        _batched(program)(n, backend=backends.backend(backend_name))
+    line = inspect.getsourcelines(program)[1] + 3
+    assert f"{__file__}:{line}" in str(info.value)
+    results, status = _batched(program)(n, backend=backends.backend(backend_name),
+                                         return_status=True)
+    np.testing.assert_array_equal(
+        np.asarray(status) == pcbatch.LaneStatus.ERROR, [False, True, False]
+    )
+    for got, want in zip(backends.leaves(results), backends.leaves(program(5))):
+        assert np.asarray(got)[0] == want
+
+
+@backends.backend_param
+def test_python_ints_within_int64_and_numpy_ints_that_wrap(backend_name):
+    backend = backends.backend(backend_name)
+    n = np.array([5, 20, 0, 61])  # 3 * 2**61 still fits
+    want = _batched(doubled)(n, dry_run=True)
+    backends.assert_identical(_batched(doubled)(n, backend=backend), want)
+    n = np.array([5, 25, 0])
+    want = np.array([wrapping_factorial(k) for k in n])  # NumPy's int64 wraps
+    backends.assert_identical(_batched(wrapping_factorial)(n, backend=backend), want)
+
+
+@backends.backend_param
+def test_python_bools_compute_as_ints(backend_name):
+    n, x = np.array([1, 3, 0]), np.array([0.5, 1.5, 2.0])
+    batched = _batched(python_bools)
+    want = batched(n, x, dry_run=True)
+    per_example = [python_bools(*row) for row in zip(n, x)]
+    backends.assert_identical(want, tuple(np.stack(parts) for parts in zip(*per_example)))
+    backends.assert_identical(batched(n, x, backend=backends.backend(backend_name)), want)
