@@ -517,6 +517,12 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
             f"{what}: None is not a batched value; pass numbers or arrays (for an optional "
             "value, a boolean flag beside it, or a sentinel number such as np.nan)"
         )
+    if isinstance(value, dict):
+        raise TypeError(
+            f"{what}: a dict is not a batched argument; pass its arrays as a namedtuple "
+            f"(collections.namedtuple('Params', {sorted(map(str, value))!r})(**params)) "
+            "or a tuple, whose fields a batched function reads as p.name or p[0]"
+        )
     try:
         array = np.asarray(value)
     except Exception as e:  # noqa: BLE001 - any conversion failure is the user's input

@@ -405,21 +405,26 @@ def weak_ufunc(view, ufunc, method, inputs, kwargs):
     if weak_result and ufunc.__name__ in _DIVISIONS and len(inputs) == 2:
         inputs = _python_division(*inputs)
     result = view.__array_ufunc__(ufunc, method, *inputs, **kwargs)
-    if weak_result and method == "__call__" and python_ints.is_checked(ufunc.__name__, result):
-        _check_python_int(python_ints.outside(ufunc.__name__, inputs, result))
+    if weak_result and method == "__call__":
+        _check_python_int(ufunc.__name__, inputs, result)
     return weakened(result) if weak_result else result
 
 
-def _check_python_int(outside) -> None:
+def _check_python_int(name: str, inputs: tuple, result) -> None:
     """Python ints past int64's range (`python_ints`): on NumPy and Torch (a view holding
     the active examples) raised at once; a compiled machine's probe notes them."""
     from pcbatch.backends import weak
 
-    data = getattr(outside, "data", None)
-    if data is not None:
-        if bool(data.any()):
+    eager = hasattr(result, "data")
+    if not python_ints.is_checked(name, inputs, result):
+        return
+    if not weak.checked_here(weak.PYTHON_INT, eager):
+        return
+    outside = python_ints.outside(name, inputs, result)
+    if eager:
+        if bool(outside.data.any()):
             raise python_ints.overflow_error(weak.user_line())
-        weak.note_fault(data, None, weak.PYTHON_INT)  # for type inference: it may overflow
+        weak.note_fault(outside.data, None, weak.PYTHON_INT)  # type inference: it may wrap
         return
     weak.note_fault(outside.value, outside.xp, weak.PYTHON_INT)
 

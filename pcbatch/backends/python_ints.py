@@ -84,8 +84,17 @@ def _as_int(x: Any) -> Any:
     return int(x) if isinstance(x, (bool, np.bool_)) else x.astype(np.int64)
 
 
-def is_checked(name: str, result: Any) -> bool:
-    return name in CHECKED and np.dtype(_dtype(result)).kind == "i"
+#: a literal no larger than this, added or subtracted, is not checked: ``steps += 1`` would
+#: take 2**31 steps or more to pass int64's range from any int an unchecked op can make,
+#: and the check would cost every loop counter a probe
+SMALL_LITERAL = 2**32
+
+
+def is_checked(name: str, inputs: tuple, result: Any) -> bool:
+    if name not in CHECKED or np.dtype(_dtype(result)).kind != "i":
+        return False
+    small = [type(x) is int and abs(x) <= SMALL_LITERAL for x in inputs]
+    return not (name in ("add", "subtract") and any(small))
 
 
 def overflow_error(where: str | None) -> OverflowError:

@@ -142,6 +142,15 @@ def checked_elsewhere(kind: str):
         _PROBE.unchecked = previous
 
 
+def checked_here(kind: str, eager: bool) -> bool:
+    """Whether a check of ``kind`` is wanted here: not left to a check elsewhere
+    (`checked_elsewhere`), and on a compiled machine only where a probe collects (a flag
+    `note_fault` would drop need not be computed)."""
+    if kind in getattr(_PROBE, "unchecked", frozenset()):
+        return False
+    return eager or getattr(_PROBE, "flags", None) is not None
+
+
 def note_fault(flag: Any, xp, kind: str) -> None:
     """Inside a probe: records ``flag`` (True where NumPy would raise), of ``kind``."""
     flags = getattr(_PROBE, "flags", None)

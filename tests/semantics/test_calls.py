@@ -300,6 +300,12 @@ def test_ragged_list_or_list_of_tuples_is_an_error(backend_name):
         src.summed([(1.0, 2.0), (3.0, 4.0)], backend=b)
 
 
+@backend_param
+def test_a_dict_argument_is_refused_saying_to_pass_a_namedtuple(backend_name):
+    with pytest.raises(TypeError, match=r"namedtuple\('Params', \['a', 'b'\]\)"):
+        src.doubled({"b": XS, "a": XS}, backend=backends.backend(backend_name))
+
+
 # -- D4: None -------------------------------------------------------------------------
 @backend_param
 def test_is_none_on_a_variable_is_exact(backend_name):

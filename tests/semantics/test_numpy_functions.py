@@ -89,3 +89,21 @@ def test_indices_and_counts_are_int64(backend_name):
             pcbatch.Context().batch(indices)(v, x, backend=backends.backend(backend_name))
         return
     _differential(indices, (v, x), backend_name)
+
+
+def scaled_down(x):
+    y = x * 1e-300
+    return y > 0.0, y
+
+
+@backends.backend_param
+def test_subnormals_are_kept_on_numpy_and_torch_and_flushed_on_jax_and_tensorflow(
+    backend_name,
+):
+    """docs/semantics.md says so: XLA and TensorFlow's CPU kernels flush subnormals."""
+    x = np.array([1e-10, 1.0])
+    batched = pcbatch.Context().batch(scaled_down)
+    positive, y = batched(x, backend=backends.backend(backend_name))
+    flushed = backend_name not in backends.EAGER_NAMES
+    np.testing.assert_array_equal(np.asarray(positive), [not flushed, True])
+    assert (np.asarray(y)[0] == 0.0) == flushed
