@@ -419,26 +419,32 @@ def _integer_power(xp):
             return xp.power(base, exponent, **kwargs)
         base, exponent = xp.asarray(base, dtype), xp.asarray(exponent, dtype)
         result = xp.ones_like(base * exponent)  # the broadcast shape
-        low_bit, shifted = _bit_operations(xp)
+        if xp.__name__ == TF_NUMPY:
+            return _tensorflow_integer_power(result, base, exponent)
         for _ in range(8 * dtype.itemsize):  # negative exponents were refused before
-            result = xp.where(low_bit(exponent), result * base, result)
-            exponent, base = shifted(exponent), base * base
+            result = xp.where((exponent & 1) == 1, result * base, result)
+            exponent, base = exponent >> 1, base * base
         return result
 
     return power
 
 
-def _bit_operations(xp) -> tuple:
-    """``(low_bit, shifted)``: whether an integer's lowest bit is set, and it shifted
-    right by one (TensorFlow's tensors have no bit operators)."""
-    if xp.__name__ != TF_NUMPY:
-        return (lambda n: (n & 1) == 1), (lambda n: n >> 1)
+def _tensorflow_integer_power(ones, base, exponent):
+    """`_integer_power` on TensorFlow: its own kernel wraps as NumPy does, XLA's reads the
+    exponent's low bits only (as JAX's), so under XLA the power goes bit by bit."""
     import tensorflow as tf
 
-    one = lambda n: tf.ones_like(n)  # noqa: E731 - in the integer's own dtype
-    return (lambda n: tf.bitwise.bitwise_and(n, one(n)) == one(n)), (
-        lambda n: tf.bitwise.right_shift(n, one(n))
-    )
+    from pcbatch.backends.tensorflow import in_xla_context
+
+    if not in_xla_context():
+        return tf.pow(base, exponent) * ones
+    one = tf.ones_like(exponent)
+    result = ones
+    for _ in range(8 * exponent.dtype.size):  # negative exponents were refused before
+        odd = tf.equal(tf.bitwise.bitwise_and(exponent, one), one)
+        result = tf.where(odd, result * base, result)
+        exponent, base = tf.bitwise.right_shift(exponent, one), base * base
+    return result
 
 
 def _weak_scalars(inputs: tuple) -> tuple:

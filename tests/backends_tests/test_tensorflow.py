@@ -252,3 +252,17 @@ def test_two_threads_compile_on_one_backend_at_once():
                                                max_stack_depth=2), sizes))
     for k, result in zip(sizes, runs):
         np.testing.assert_array_equal(np.asarray(result), np.arange(k) % 2 == 0)
+
+
+def test_integer_powers_past_the_bit_width_wrap_as_numpys_under_xla():
+    """XLA's integer power reads the exponent's low six bits (``2 ** 3000000`` was 1, NumPy
+    wraps it to 0); TensorFlow's own kernel, without XLA, wraps as NumPy's."""
+    from tests.semantics import outsider_src
+
+    n = np.array([0, 1, 2, 9])
+    batched = pcbatch.Context().batch(outsider_src.integer_power_past_the_bit_width)
+    want = batched(n, dry_run=True)
+    for jit_compile in (True, False):
+        got = batched(n, backend=TensorFlowBackend(jit_compile=jit_compile))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g), w)
