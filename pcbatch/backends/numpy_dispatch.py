@@ -194,6 +194,8 @@ class Dispatched(PerExampleValue):
 
     def __array_function__(self, func, types, args, kwargs):
         per_example.refuse_ragged(func, args)
+        if func in _SHAPE_FUNCTIONS and args and isinstance(args[0], Dispatched):
+            return _SHAPE_FUNCTIONS[func](args[0], *args[1:], **kwargs)
         target = _counterpart(func, self.xp)
         if target is None:
             raise TypeError(
@@ -223,6 +225,15 @@ class Dispatched(PerExampleValue):
         if func in linalg.FACTORING:
             linalg.note_singular(args, result, self.xp)
         return self._wrap(result)
+
+
+#: what NumPy's shape functions give: Python ints and tuples, known when tracing
+#: (TensorFlow's NumPy gave a tensor: ``return np.shape(x)`` came back an empty array)
+_SHAPE_FUNCTIONS = {
+    np.shape: lambda a: a.shape,
+    np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+}
 
 
 def _written_in_place(ufunc, method: str, xp) -> str:

@@ -140,6 +140,12 @@ class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
     def item(self):
         return as_python_scalar(self)
 
+    def tolist(self):
+        """The example's items as Python scalars (weak), nested as its shape."""
+        if not self.shape:
+            return self.item()
+        return [self[i].tolist() for i in range(self.shape[0])]
+
     def __round__(self, ndigits=None):
         return as_python_round(self, ndigits)
 

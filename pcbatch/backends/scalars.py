@@ -78,7 +78,9 @@ def as_python_scalar(x):
             f"item() of a per-example value of shape {x.shape}: only an array of size 1 "
             "converts to a Python scalar (as in NumPy)"
         )
-    return x.reshape(()).astype(_PYTHON_SCALAR_DTYPES[x.dtype.kind])
+    from pcbatch.backends import weak
+
+    return weak.mark(x.reshape(()).astype(_PYTHON_SCALAR_DTYPES[x.dtype.kind]))
 
 
 def as_python_round(x, ndigits=None):
@@ -91,4 +93,6 @@ def as_python_round(x, ndigits=None):
         )
     if ndigits is not None:
         return np.round(x, ndigits)
-    return np.round(x).astype(np.int64)
+    from pcbatch.backends import weak
+
+    return weak.mark(np.round(x).astype(np.int64))  # a Python int

@@ -347,7 +347,8 @@ def sync() -> None:
 # The frontend calls these for ``float(x)``, ``int(x)``, ``bool(x)``, ``min(a, b)`` and
 # ``max(a, b)`` in a batched function's own code: Python's builtins need one Python
 # value, which a batched value is not (its per-example view cannot convert itself).
-# The result is the Python scalar's NumPy dtype (float64, int64, bool).
+# The result is the Python scalar's NumPy dtype (float64, int64, bool), marked weak
+# (`pcbatch.backends.weak`): beside a float32 array, ``float(x) * y`` stays float32.
 
 
 def _is_plain(x) -> bool:
@@ -366,17 +367,23 @@ def _one_number(x, builtin: str):
 
 def to_float(x):
     """``float(x)``."""
-    return float(x) if _is_plain(x) else _one_number(x, "float").astype(np.float64)
+    return float(x) if _is_plain(x) else _python(_one_number(x, "float").astype(np.float64))
 
 
 def to_int(x):
     """``int(x)``: truncates toward zero, as ``astype`` does."""
-    return int(x) if _is_plain(x) else _one_number(x, "int").astype(np.int64)
+    return int(x) if _is_plain(x) else _python(_one_number(x, "int").astype(np.int64))
 
 
 def to_bool(x):
     """``bool(x)``: Python's rule for arrays, as an ``if`` applies it (`truthy`)."""
-    return bool(x) if _is_plain(x) else truthy(x)
+    return bool(x) if _is_plain(x) else _python(truthy(x))
+
+
+def _python(x):
+    from pcbatch.backends import weak
+
+    return weak.mark(x)
 
 
 def _extreme(builtin, replaces: str):

@@ -10,6 +10,10 @@ counter, ``not x``, ``i < 2``, arithmetic on those) computes as Python computes 
   NumPy's own int64 values (an argument, ``np.int64(1)``) still wrap, as NumPy's do.
 - Python's bools are ints in arithmetic: ``flag + other`` is 2 and ``~flag`` is -2,
   where every backend gave NumPy's bools (True, False) silently.
+- ``float(x)``, ``int(x)``, ``bool(x)``, ``round(x)``, ``x.item()`` and ``v.tolist()``
+  give Python scalars, which NumPy converts to the array's dtype beside it: ``float(x)
+  * y`` of float32 ``y`` is float32, where every backend gave float64 (int8 beside
+  ``int(x)``: int64), silently; ``v.tolist()`` was refused.
 """
 
 from __future__ import annotations
@@ -57,6 +61,14 @@ def python_bools(n, x):
     )
 
 
+def conversions(v, y, k):
+    items = v.tolist()
+    return (
+        v[0].item() * y, float(v[1]) * y, int(v[0]) + k, round(v[1]) + k, bool(v[0]) + True,
+        items[0] + items[1] * y, np.shape(v), np.ndim(v), np.size(v, 0),
+    )
+
+
 def _batched(function):
     return pcbatch.Context().batch(function)
 
@@ -98,3 +110,15 @@ def test_python_bools_compute_as_ints(backend_name):
     per_example = [python_bools(*row) for row in zip(n, x)]
     backends.assert_identical(want, tuple(np.stack(parts) for parts in zip(*per_example)))
     backends.assert_identical(batched(n, x, backend=backends.backend(backend_name)), want)
+
+
+@backends.backend_param
+def test_python_scalars_from_conversions_take_the_arrays_dtype(backend_name):
+    v = np.array([[1.5, -2.25], [0.1, 0.2], [-3.0, 7.5]], np.float32)
+    y = np.array([2.0, 3.0, 0.5], np.float32)
+    k = np.array([1, -2, 3], np.int8)
+    batched = _batched(conversions)
+    want = batched(v, y, k, dry_run=True)
+    assert [np.asarray(w).dtype for w in want[:6]] == [np.float32] * 2 + [np.int8] * 2 + [
+        np.int64, np.float32]
+    backends.assert_identical(batched(v, y, k, backend=backends.backend(backend_name)), want)
