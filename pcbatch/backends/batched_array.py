@@ -394,7 +394,10 @@ def _elementwise(func, args, kwargs):
         # np.where's condition says nothing about the values' dtype
         values = args[1:] if func is np.where else args
         values, weak_result = per_example.weak_operands(func.__name__, values)
-        args = (args[0], *values) if func is np.where else values
+        # a weak condition (a comparison of Python ints) loses its mark too, or this
+        # would recurse for ever (``max(c, i * 2)`` of range counters did)
+        condition = args[0].as_strong() if type(args[0]) is WeakBatchedArray else args[0]
+        args = (condition, *values) if func is np.where else values
         result = _elementwise(func, args, kwargs)
         return per_example.weakened(result) if weak_result else result
     batched = next((v for v in args if isinstance(v, BatchedArray)), None)

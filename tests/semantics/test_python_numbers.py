@@ -19,6 +19,7 @@ counter, ``not x``, ``i < 2``, arithmetic on those) computes as Python computes 
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -67,6 +68,13 @@ def conversions(v, y, k):
         v[0].item() * y, float(v[1]) * y, int(v[0]) + k, round(v[1]) + k, bool(v[0]) + True,
         items[0] + items[1] * y, np.shape(v), np.ndim(v), np.size(v, 0),
     )
+
+
+def largest_double(n, k):
+    c = 0
+    for i in range(n):
+        c = max(c, i * 2)  # two Python ints (NumPy recursed without end here)
+    return c + k, divmod(c, 3), abs(-c) + k, math.isnan(c / 2) + math.isfinite(c * 1.0)
 
 
 def _batched(function):
@@ -122,3 +130,14 @@ def test_python_scalars_from_conversions_take_the_arrays_dtype(backend_name):
     assert [np.asarray(w).dtype for w in want[:6]] == [np.float32] * 2 + [np.int8] * 2 + [
         np.int64, np.float32]
     backends.assert_identical(batched(v, y, k, backend=backends.backend(backend_name)), want)
+
+
+@backends.backend_param
+def test_builtins_of_python_ints_stay_python_ints(backend_name):
+    n, k = np.array([0, 3, 5]), np.array([1, 2, 3], np.int16)
+    batched = _batched(largest_double)
+    want = batched(n, k, dry_run=True)
+    assert [type(largest_double(*row)[3]) for row in zip(n, k)] == [int] * 3  # not bool
+    np.testing.assert_array_equal(want[0], [1, 6, 11])
+    assert np.asarray(want[0]).dtype == np.int16 and np.asarray(want[3]).dtype == np.int64
+    backends.assert_identical(batched(n, k, backend=backends.backend(backend_name)), want)
