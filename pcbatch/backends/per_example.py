@@ -20,6 +20,7 @@ like that value: `pcbatch.backends.batched_array.BatchedArray` (a NumPy batch),
 from __future__ import annotations
 
 import numbers
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -102,6 +103,16 @@ def refuse_value_slices(index, is_value: Callable[[Any], bool]) -> None:
             )
 
 
+#: the mixin's in-place method of each operator
+_IN_PLACE = {
+    operator.add: "__iadd__", operator.sub: "__isub__", operator.mul: "__imul__",
+    operator.truediv: "__itruediv__", operator.floordiv: "__ifloordiv__",
+    operator.mod: "__imod__", operator.pow: "__ipow__", operator.and_: "__iand__",
+    operator.or_: "__ior__", operator.xor: "__ixor__", operator.lshift: "__ilshift__",
+    operator.rshift: "__irshift__",
+}
+
+
 def one_shape_argument(parts: tuple) -> tuple:
     """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` (likewise ``transpose``): the parts."""
     return tuple(parts[0]) if len(parts) == 1 and isinstance(parts[0], (tuple, list)) else parts
@@ -151,6 +162,52 @@ class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __getattr__(self, name: str):
         return ndarray_method(self, name)
+
+    # -- in-place operators ---------------------------------------------------------
+    # Per example, a scalar (``v[i]``, ``x * 2``, an argument) is a NumPy scalar, which
+    # ``+=`` rebinds (NumPy's scalars do not change): ``out = 0.0; out += v[i] * k`` in a
+    # plain helper. An array changes in place, which its aliases would see: NumPy's
+    # in-place ufunc, which each view takes or refuses.
+    def _updated(self, operator, other):
+        if self.shape == ():
+            return operator(self, other)
+        return getattr(np.lib.mixins.NDArrayOperatorsMixin, _IN_PLACE[operator])(self, other)
+
+    def __iadd__(self, other):
+        return self._updated(operator.add, other)
+
+    def __isub__(self, other):
+        return self._updated(operator.sub, other)
+
+    def __imul__(self, other):
+        return self._updated(operator.mul, other)
+
+    def __itruediv__(self, other):
+        return self._updated(operator.truediv, other)
+
+    def __ifloordiv__(self, other):
+        return self._updated(operator.floordiv, other)
+
+    def __imod__(self, other):
+        return self._updated(operator.mod, other)
+
+    def __ipow__(self, other):
+        return self._updated(operator.pow, other)
+
+    def __iand__(self, other):
+        return self._updated(operator.and_, other)
+
+    def __ior__(self, other):
+        return self._updated(operator.or_, other)
+
+    def __ixor__(self, other):
+        return self._updated(operator.xor, other)
+
+    def __ilshift__(self, other):
+        return self._updated(operator.lshift, other)
+
+    def __irshift__(self, other):
+        return self._updated(operator.rshift, other)
 
     # -- weak values (NEP 50: `pcbatch.backends.weak`) --------------------------
     def as_weak(self) -> PerExampleValue:

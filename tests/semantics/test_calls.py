@@ -396,3 +396,28 @@ def test_a_plain_helpers_side_effects_run_when_pcbatch_runs_it_not_per_example(b
     eager = backend_name in backends.EAGER_NAMES
     assert warm == (2 if eager else 0)  # one per call site, not per example
     assert compiling > warm  # the dummy runs (and the trace) come on top
+
+
+def dot_by_hand(v, k):
+    out = 0.0
+    for i in range(3):
+        out += v[i] * k  # a NumPy scalar per example: += rebinds it
+    return out
+
+
+def uses_dot_by_hand(v, k):
+    return dot_by_hand(v, k) + dot_by_hand(v[::-1], 1)
+
+
+@backend_param
+def test_a_plain_helper_accumulating_a_scalar_with_in_place_operators(backend_name):
+    """``out = 0.0; out += v[i] * k`` in a plain helper: per example ``out`` is a NumPy
+    scalar, which ``+=`` rebinds; every backend failed (JAX and TensorFlow: "np.add writes
+    into an array"; NumPy and Torch: "return arrays must be of ArrayType")."""
+    v = np.array([[1.0, 2.0, 3.0], [0.5, 0.1, 0.2]])
+    k = np.array([2, 3])
+    batched = pcbatch.Context().batch(uses_dot_by_hand)
+    want = batched(v, k, dry_run=True)
+    np.testing.assert_allclose(want, [uses_dot_by_hand(*row) for row in zip(v, k)])
+    backends.assert_close(batched(v, k, backend=backends.backend(backend_name)), want,
+                          backend_name)
