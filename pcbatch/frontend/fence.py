@@ -156,7 +156,12 @@ class _Fence(ast.NodeVisitor):
         for part in parts:
             is_colon = isinstance(part, ast.Slice) and not (part.lower or part.upper or part.step)
             if isinstance(part, ast.Slice) and not is_colon:
-                self.reject(part, "an item index may hold integers and ':' only, not a range")
+                self.reject(
+                    part,
+                    "an item index may hold integers and ':' only, not a range; for "
+                    "buf[a:b] = x write buf = np.where((np.arange(len(buf)) >= a) & "
+                    "(np.arange(len(buf)) < b), x, buf), or assign item by item in a loop",
+                )
             if not isinstance(part, ast.Slice):
                 self.visit(part)
 

@@ -49,3 +49,9 @@ def tail_from_a_literal(v, n):
 
 def masked_prefix_sum(v, k):
     return np.sum(np.where(np.arange(len(v)) < k, v, 0.0))
+
+
+def zero_a_prefix(v, k):
+    buf = v.copy()
+    buf[:k] = 0.0
+    return buf

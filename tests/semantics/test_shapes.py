@@ -103,3 +103,11 @@ def test_slices_with_constant_bounds_and_masks_run(backend_name):
         assert len(got) == len(want)
         for g, w in zip(got, want):
             backends.assert_close(g, w, backend_name)
+
+
+@backends.backend_param
+def test_assigning_into_a_slice_is_refused_at_the_line_with_what_to_write(backend_name):
+    k = np.array([1, 3, 2])
+    with pytest.raises(pcbatch.AutobatchSyntaxError, match="np.where") as info:
+        _batched(src.zero_a_prefix)(V, k, backend=backends.backend(backend_name))
+    assert info.value.lineno == inspect.getsourcelines(src.zero_a_prefix)[1] + 2
