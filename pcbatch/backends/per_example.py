@@ -404,7 +404,8 @@ def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
             elif position == 1 and v < info.min or position == 2 and v > info.max:
                 v = info.min if position == 1 else info.max
         elif _is_weak_int(v) and func is np.clip and position in (1, 2):
-            v = np.maximum(v, info.min) if position == 1 else np.minimum(v, info.max)
+            # still a Python int (np.maximum of one gives a NumPy int)
+            v = weakened(np.maximum(v, info.min) if position == 1 else np.minimum(v, info.max))
         fitted.append(v)
     return ((args[0], *fitted) if func is np.where else tuple(fitted)), kwargs
 
@@ -459,10 +460,23 @@ def weakened(result):
     return result.as_weak() if isinstance(result, PerExampleValue) else result
 
 
+#: the ufuncs Python's operators and ``abs``, ``pow``, ``divmod`` run as: between
+#: Python numbers they compute as Python does. Another ufunc called on Python numbers
+#: (``np.sin(t)`` of a Python float ``t``) gives a NumPy scalar, as NumPy's does:
+#: float64 beside a float32 array (every backend kept it weak: float32)
+OPERATOR_UFUNCS = frozenset({
+    np.add, np.subtract, np.multiply, np.matmul, np.true_divide, np.floor_divide,
+    np.remainder, np.divmod, np.power, np.left_shift, np.right_shift, np.bitwise_and,
+    np.bitwise_or, np.bitwise_xor, np.less, np.less_equal, np.equal, np.not_equal,
+    np.greater, np.greater_equal, np.negative, np.positive, np.absolute, np.invert,
+})
+
+
 def weak_ufunc(view, ufunc, method, inputs, kwargs):
     """``view.__array_ufunc__`` on operands some of which are weak: NEP 50 first, then
-    the ufunc; a result between weak operands is weak."""
+    the ufunc; a result of an operator between weak operands is weak."""
     inputs, weak_result = weak_operands(ufunc.__name__, inputs)
+    weak_result = weak_result and ufunc in OPERATOR_UFUNCS
     if weak_result:
         inputs = python_ints.python_bools(ufunc.__name__, inputs)
     if weak_result and ufunc.__name__ in _DIVISIONS and len(inputs) == 2:

@@ -558,14 +558,18 @@ def contains(x, items):
     """``x in (a, b, ...)`` (a tuple or list written out): Python compares ``x`` with
     each item (``item is x or item == x``), so each example gets one bool; an array
     ``x`` is Python's error there (the truth of an array), as `truthy` says."""
+    from pcbatch.backends import weak
+
     found = False
     for item in items:
         found = np.logical_or(found, truthy(np.equal(x, item)))
-    return found
+    return weak.mark(found)  # Python's bool
 
 
 def does_not_contain(x, items):
-    return np.logical_not(contains(x, items))
+    from pcbatch.backends import weak
+
+    return weak.mark(np.logical_not(contains(x, items)))
 
 
 NAMESPACE = {

@@ -10,6 +10,10 @@ counter, ``not x``, ``i < 2``, arithmetic on those) computes as Python computes 
   NumPy's own int64 values (an argument, ``np.int64(1)``) still wrap, as NumPy's do.
 - Python's bools are ints in arithmetic: ``flag + other`` is 2 and ``~flag`` is -2,
   where every backend gave NumPy's bools (True, False) silently.
+- A NumPy function of Python numbers is a NumPy scalar: ``np.sin(t)`` of a Python float
+  ``t`` is float64, so an ODE step ``-k * y + np.sin(t)`` of a float32 ``y`` is float64
+  per example; every backend kept it a Python float and gave float32, silently (and a
+  different step count of the adaptive integrator below).
 - ``float(x)``, ``int(x)``, ``bool(x)``, ``round(x)``, ``x.item()`` and ``v.tolist()``
   give Python scalars, which NumPy converts to the array's dtype beside it: ``float(x)
   * y`` of float32 ``y`` is float32, where every backend gave float64 (int8 beside
@@ -77,6 +81,24 @@ def largest_double(n, k):
     return c + k, divmod(c, 3), abs(-c) + k, math.isnan(c / 2) + math.isfinite(c * 1.0)
 
 
+def rhs(t, y, k):
+    return -k * y + np.sin(t)
+
+
+def integrate(y0, k):
+    t, y, h, steps = 0.0, y0, 0.1, 0
+    while t < 1.0:
+        h = min(h, 1.0 - t)
+        full = y + h * rhs(t + h / 2, y + h / 2 * rhs(t, y, k), k)
+        half = y + h / 2 * rhs(t, y, k)
+        half = half + h / 2 * rhs(t + h / 2, half, k)
+        if abs(full - half) > 1e-4:
+            h = h / 2
+            continue
+        t, y, steps = t + h, full, steps + 1
+    return y, steps, (steps in (1, 2)) + (k in (3.0, 4.0))
+
+
 def _batched(function):
     return pcbatch.Context().batch(function)
 
@@ -141,3 +163,17 @@ def test_builtins_of_python_ints_stay_python_ints(backend_name):
     np.testing.assert_array_equal(want[0], [1, 6, 11])
     assert np.asarray(want[0]).dtype == np.int16 and np.asarray(want[3]).dtype == np.int64
     backends.assert_identical(batched(n, k, backend=backends.backend(backend_name)), want)
+
+
+@backends.backend_param
+def test_numpy_functions_of_python_floats_are_numpy_scalars(backend_name):
+    y0 = np.array([1.0, 0.5, -2.0], np.float32)
+    k = np.array([0.5, 3.0, 10.0], np.float32)
+    batched = _batched(integrate)
+    want = batched(y0, k, dry_run=True)
+    per_example = [integrate(*row) for row in zip(y0, k)]
+    backends.assert_identical(want, tuple(np.stack(parts) for parts in zip(*per_example)))
+    assert np.asarray(want[0]).dtype == np.float64 and np.asarray(want[2]).dtype == np.int64
+    got = batched(y0, k, backend=backends.backend(backend_name))
+    backends.assert_identical(got[1:], want[1:])
+    backends.assert_close(got[0], want[0], backend_name)
