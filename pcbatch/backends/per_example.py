@@ -113,6 +113,16 @@ _IN_PLACE = {
 }
 
 
+def _in_place_operator(binary: Callable) -> Callable:
+    """``x op= y`` for a per-example view: `PerExampleValue._updated` with ``binary``."""
+
+    def method(self, other):
+        return self._updated(binary, other)
+
+    method.__name__ = _IN_PLACE[binary]
+    return method
+
+
 def one_shape_argument(parts: tuple) -> tuple:
     """``x.reshape(2, 3)`` and ``x.reshape((2, 3))`` (likewise ``transpose``): the parts."""
     return tuple(parts[0]) if len(parts) == 1 and isinstance(parts[0], (tuple, list)) else parts
@@ -173,41 +183,18 @@ class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
             return operator(self, other)
         return getattr(np.lib.mixins.NDArrayOperatorsMixin, _IN_PLACE[operator])(self, other)
 
-    def __iadd__(self, other):
-        return self._updated(operator.add, other)
-
-    def __isub__(self, other):
-        return self._updated(operator.sub, other)
-
-    def __imul__(self, other):
-        return self._updated(operator.mul, other)
-
-    def __itruediv__(self, other):
-        return self._updated(operator.truediv, other)
-
-    def __ifloordiv__(self, other):
-        return self._updated(operator.floordiv, other)
-
-    def __imod__(self, other):
-        return self._updated(operator.mod, other)
-
-    def __ipow__(self, other):
-        return self._updated(operator.pow, other)
-
-    def __iand__(self, other):
-        return self._updated(operator.and_, other)
-
-    def __ior__(self, other):
-        return self._updated(operator.or_, other)
-
-    def __ixor__(self, other):
-        return self._updated(operator.xor, other)
-
-    def __ilshift__(self, other):
-        return self._updated(operator.lshift, other)
-
-    def __irshift__(self, other):
-        return self._updated(operator.rshift, other)
+    __iadd__ = _in_place_operator(operator.add)
+    __isub__ = _in_place_operator(operator.sub)
+    __imul__ = _in_place_operator(operator.mul)
+    __itruediv__ = _in_place_operator(operator.truediv)
+    __ifloordiv__ = _in_place_operator(operator.floordiv)
+    __imod__ = _in_place_operator(operator.mod)
+    __ipow__ = _in_place_operator(operator.pow)
+    __iand__ = _in_place_operator(operator.and_)
+    __ior__ = _in_place_operator(operator.or_)
+    __ixor__ = _in_place_operator(operator.xor)
+    __ilshift__ = _in_place_operator(operator.lshift)
+    __irshift__ = _in_place_operator(operator.rshift)
 
     # -- weak values (NEP 50: `pcbatch.backends.weak`) --------------------------
     def as_weak(self) -> PerExampleValue:
