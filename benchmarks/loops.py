@@ -10,7 +10,8 @@ Four workloads, each a function for ONE example written as plain Python (below):
   n in [15, 20].
 
 Contenders: that function batched by pcbatch on JAX (``pcbatch-jax``), on TensorFlow
-with XLA (``pcbatch-tf``) and on NumPy (``pcbatch-numpy``); a loop written by hand as
+with XLA (``pcbatch-tf``), on Torch (``pcbatch-torch``: the CPU, or CUDA with
+``--platform gpu``) and on NumPy (``pcbatch-numpy``); a loop written by hand as
 ``jax.jit(jax.vmap(...lax.while_loop...))`` (``jax-vmap``: McCarthy 91 as its counter
 loop, Fibonacci with an explicit stack); the function called on each example in a plain
 Python loop (``python``); and hand-masked NumPy (``numpy-masked``: a while loop over
@@ -20,8 +21,8 @@ Columns: ``warm s``, the median of ``--repeats`` whole-batch calls after the fir
 contenders taking turns (inputs already on the device; the result fetched as a NumPy
 array); ``first s``, the first call, tracing and compilation included (each contender
 gets a fresh ``pcbatch.Context`` or a fresh ``jax.jit``); ``ratio``, warm time over the
-warm time of the hand-written loop named in ``vs`` (``jax-vmap`` for the JAX, TensorFlow
-and Python rows, ``numpy-masked`` for the NumPy rows); ``check``, whether the result
+warm time of the hand-written loop named in ``vs`` (``jax-vmap`` for the JAX, TensorFlow,
+Torch and Python rows, ``numpy-masked`` for the NumPy rows); ``check``, whether the result
 equals the plain Python result (a mismatch is printed with its input, and the script
 exits with status 1). Issue 28's targets follow the table.
 
@@ -46,15 +47,21 @@ import argparse
 import dataclasses
 import importlib.metadata
 import os
+import pathlib
 import platform
 import statistics
 import sys
 import time
 from collections.abc import Callable
 
-import numpy as np
+# Run as a script, this folder comes first on sys.path, where ``import torch`` would find
+# benchmarks/torch.py: the folder leaves the path first.
+_HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != _HERE]
 
-import pcbatch
+import numpy as np  # noqa: E402
+
+import pcbatch  # noqa: E402
 
 FIB_MAX_N = 20
 FIB_STACK = FIB_MAX_N + 2  # the explicit stacks: pending n, strictly decreasing
@@ -247,13 +254,13 @@ WORKLOADS = (
 )
 
 
-def _pcbatch_call(work, backend, x):
+def _pcbatch_call(work, backend, x, to_numpy=np.asarray):
     """A fresh Context, so that the first call compiles the function from its source."""
     fn = pcbatch.Context().batch(work.one)
     options = {"backend": backend}
     if work.depth is not None:
         options["max_stack_depth"] = work.depth
-    return lambda: np.asarray(fn(x, **options))
+    return lambda: to_numpy(fn(x, **options))
 
 
 def _prepare_pcbatch_jax(work, inputs, libs):
@@ -267,6 +274,13 @@ def _prepare_pcbatch_tf(work, inputs, libs):
 
     backend = TensorFlowBackend(jit_compile=True)
     return _pcbatch_call(work, backend, libs["tensorflow"].constant(inputs))
+
+
+def _prepare_pcbatch_torch(work, inputs, libs):
+    torch, device = libs["torch"]
+    x = torch.as_tensor(inputs, device=device)
+    # .cpu() waits for the device's queue, as np.asarray does for JAX's
+    return _pcbatch_call(work, pcbatch.TorchBackend(device=device), x, lambda t: t.cpu().numpy())
 
 
 def _prepare_pcbatch_numpy(work, inputs, libs):
@@ -293,6 +307,7 @@ def _prepare_numpy_masked(work, inputs, libs):
 CONTENDERS = {
     "pcbatch-jax": ("jax", _prepare_pcbatch_jax),
     "pcbatch-tf": ("tensorflow", _prepare_pcbatch_tf),
+    "pcbatch-torch": ("torch", _prepare_pcbatch_torch),
     "jax-vmap": ("jax", _prepare_jax_vmap),
     "python": (None, _prepare_python),
     "pcbatch-numpy": (None, _prepare_pcbatch_numpy),
@@ -303,6 +318,7 @@ CONTENDERS = {
 RATIO_AGAINST = {
     "pcbatch-jax": "jax-vmap",
     "pcbatch-tf": "jax-vmap",
+    "pcbatch-torch": "jax-vmap",
     "jax-vmap": "jax-vmap",
     "python": "jax-vmap",
     "pcbatch-numpy": "numpy-masked",
@@ -353,9 +369,17 @@ def _start_tensorflow(opts):
     return tf
 
 
+def _start_torch(opts):
+    import torch
+
+    if opts.platform == "gpu" and not torch.cuda.is_available():
+        raise RuntimeError("Torch sees no CUDA device")
+    return torch, "cuda" if opts.platform == "gpu" else "cpu"
+
+
 def _libraries(opts, names) -> dict:
     """The libraries the chosen contenders need: module, or None with a printed note."""
-    starters = {"jax": _start_jax, "tensorflow": _start_tensorflow}
+    starters = {"jax": _start_jax, "tensorflow": _start_tensorflow, "torch": _start_torch}
     needed = {CONTENDERS[name][0] for name in names} - {None}
     libs = {}
     for lib in sorted(needed):
@@ -387,7 +411,7 @@ def _load() -> str:
 def _print_header(opts, libs) -> None:
     jax = libs.get("jax")
     kind = repr(jax.devices()[0].device_kind) if jax else "none"
-    packages = ("numpy", "jax", "jaxlib", "tensorflow", "pcbatch")
+    packages = ("numpy", "jax", "jaxlib", "tensorflow", "torch", "pcbatch")
     versions = ", ".join(f"{p} {_version(p)}" for p in packages)
     bits = "int64/float64, jax x64 on" if opts.x64 else "int32/float32, jax x64 off"
     print(

@@ -43,7 +43,10 @@ class Run:
     # A lockstep sampler's lanes are used exactly as far as its bound says.
     utilization = lockstep_utilization
 
-    def ess(self) -> np.ndarray:
+    def ess(self, method: str = "classic") -> np.ndarray:
+        """Stan's classic multi-chain ESS, as ``pcbatch.mcmc.nuts.Result.ess("classic")``."""
+        if method != "classic":
+            raise ValueError(f"the baselines compute the classic ESS only, not {method!r}")
         return diagnostics.effective_sample_size(self.samples)
 
 

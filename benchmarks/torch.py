@@ -17,7 +17,10 @@ Prints two tables.
 run that checks the script, not a measurement.
 
 Usage: ``python benchmarks/torch.py [--repeats N] [--chains C] [--draws D] [--only TEXT]
-[--skip-nuts] [--tiny]``
+[--skip-nuts | --skip-backends] [--skip-pyro] [--device cuda] [--tiny]``
+
+``--device cuda`` puts Torch's VM, its inputs and the Pyro model's data on the GPU (NumPy and
+JAX stay where they are: JAX on its default device).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def _backends_module():
     return module
 
 
-def _make_backends() -> dict:
+def _make_backends(device: str) -> dict:
     backends = {"numpy": pcbatch.NumpyBackend()}
     if importlib.util.find_spec("jax") is not None:
         import jax
@@ -59,13 +62,13 @@ def _make_backends() -> dict:
         from pcbatch.backends.jax import JaxBackend
 
         backends["jax"] = JaxBackend()
-    backends["torch"] = pcbatch.TorchBackend(device="cpu")
+    backends["torch"] = pcbatch.TorchBackend(device=device)
     return backends
 
 
 def _on_host(result) -> list:
     leaves = result if isinstance(result, tuple) else (result,)
-    return [leaf.numpy() if isinstance(leaf, torch.Tensor) else np.asarray(leaf)
+    return [leaf.cpu().numpy() if isinstance(leaf, torch.Tensor) else np.asarray(leaf)
             for leaf in leaves]
 
 
@@ -80,12 +83,14 @@ def _call(fn, args, depth, backend):
     result = fn(*args, backend=backend, max_stack_depth=depth)
     for leaf in result if isinstance(result, tuple) else (result,):
         getattr(leaf, "block_until_ready", lambda: None)()
+        if isinstance(leaf, torch.Tensor) and leaf.is_cuda:
+            torch.cuda.synchronize(leaf.device)
     return result
 
 
 def backends_table(opts) -> None:
     workloads = _backends_module()._workloads()
-    backends = _make_backends()
+    backends = _make_backends(opts.device)
     header = (f"{'workload':<22} {'backend':<7} {'blocks':>7} {'warm s':>9} {'us/block':>9} "
               f"{'/numpy':>7}")
     print(header)
@@ -129,10 +134,11 @@ def eight_schools(sigma, y=None):
     import pyro.distributions as dist
 
     schools = len(SCHOOLS_Y)
-    mu = pyro.sample("mu", dist.Normal(torch.tensor(0.0, dtype=torch.float64), 5.0))
-    tau = pyro.sample("tau", dist.HalfCauchy(torch.tensor(5.0, dtype=torch.float64)))
+    like = {"dtype": torch.float64, "device": sigma.device}
+    mu = pyro.sample("mu", dist.Normal(torch.tensor(0.0, **like), 5.0))
+    tau = pyro.sample("tau", dist.HalfCauchy(torch.tensor(5.0, **like)))
     with pyro.plate("J", schools):
-        theta = pyro.sample("theta", dist.Normal(torch.zeros(schools, dtype=torch.float64), 1.0))
+        theta = pyro.sample("theta", dist.Normal(torch.zeros(schools, **like), 1.0))
         pyro.sample("obs", dist.Normal(mu + tau * theta, sigma), obs=y)
 
 
@@ -156,7 +162,7 @@ def pcbatch_nuts(args, chains: int, warmup: int, draws: int, depth: int) -> tupl
     start = time.perf_counter()
     result = run(warmup, draws)
     seconds = time.perf_counter() - start
-    return seconds, {k: v.numpy() for k, v in result.samples.items()}
+    return seconds, {k: v.cpu().numpy() for k, v in result.samples.items()}
 
 
 def pyro_nuts(args, chains: int, warmup: int, draws: int, depth: int) -> tuple:
@@ -172,21 +178,22 @@ def pyro_nuts(args, chains: int, warmup: int, draws: int, depth: int) -> tuple:
         mcmc.run(*args)
         per_chain.append(mcmc.get_samples())
     seconds = time.perf_counter() - start
-    samples = {name: np.stack([c[name].numpy() for c in per_chain], axis=1)
+    samples = {name: np.stack([c[name].cpu().numpy() for c in per_chain], axis=1)
                for name in per_chain[0]}
     return seconds, samples
 
 
 def nuts_table(opts) -> None:
-    args = (torch.tensor(SCHOOLS_SIGMA, dtype=torch.float64),
-            torch.tensor(SCHOOLS_Y, dtype=torch.float64))
+    args = (torch.tensor(SCHOOLS_SIGMA, dtype=torch.float64, device=opts.device),
+            torch.tensor(SCHOOLS_Y, dtype=torch.float64, device=opts.device))
     chains, draws = (2, 4) if opts.tiny else (opts.chains, opts.draws)
     header = (f"{'sampler':<22} {'chains':>6} {'draws':>6} {'wall s':>8} {'min ESS':>8} "
               f"{'ESS/s':>8}")
     print(f"\neight schools (non-centred), {draws} warmup + {draws} draws per chain")
     print(header)
     print("-" * len(header))
-    for name, sampler in (("pcbatch NUTS (torch)", pcbatch_nuts), ("pyro NUTS", pyro_nuts)):
+    samplers = [("pcbatch NUTS (torch)", pcbatch_nuts), ("pyro NUTS", pyro_nuts)]
+    for name, sampler in samplers[: 1 if opts.skip_pyro else 2]:
         seconds, samples = sampler(args, chains, draws, draws, opts.depth)
         ess = _min_ess(samples)
         print(f"{name:<22} {chains:>6} {draws:>6} {seconds:>8.2f} {ess:>8.1f} "
@@ -203,11 +210,15 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500, help="warmup and kept, each")
     parser.add_argument("--depth", type=int, default=10, help="max_tree_depth")
     parser.add_argument("--skip-nuts", action="store_true")
+    parser.add_argument("--skip-backends", action="store_true", help="the NUTS table only")
+    parser.add_argument("--skip-pyro", action="store_true", help="pcbatch's NUTS row only")
+    parser.add_argument("--device", default="cpu", help="Torch's device, e.g. cuda")
     parser.add_argument("--tiny", action="store_true", help="a smoke run, not a measurement")
     opts = parser.parse_args()
     if opts.tiny:
         opts.repeats = 1
-    backends_table(opts)
+    if not opts.skip_backends:
+        backends_table(opts)
     if not opts.skip_nuts:
         nuts_table(opts)
 

@@ -54,7 +54,7 @@ class AdaptedState:
 
     @property
     def step_size(self) -> np.ndarray:
-        return np.asarray(self.chain_state.step)
+        return gradients.to_numpy(self.chain_state.step)
 
     @property
     def dense(self) -> bool:
@@ -147,7 +147,7 @@ def inverse_mass_input(inverse_mass, num_chains: int, size: int, dtype, dense: b
     by all chains (``[size]``) or one per chain (``[chains, size]``), positive and finite;
     with ``dense``, `metric`'s ``[chains, 2, size, size]`` from a symmetric positive
     definite ``[size, size]`` or ``[chains, size, size]``."""
-    values = np.asarray(inverse_mass)
+    values = gradients.to_numpy(inverse_mass)
     allowed = ((size, size), (num_chains, size, size)) if dense else ((size,), (num_chains, size))
     if values.dtype.kind not in "iuf" or values.shape not in allowed:
         raise ValueError(
@@ -180,7 +180,7 @@ def check_thin(thin) -> int:
 def user_inverse_mass(inv_mass, dense: bool, traced: bool = False) -> np.ndarray:
     """The program's inverse mass as users see it (a dense metric's matrix ``C``); NumPy,
     or ``traced``, the backend's (traced) array."""
-    values = inv_mass if traced else np.asarray(inv_mass)
+    values = inv_mass if traced else gradients.to_numpy(inv_mass)
     return values[:, 0] if dense else values
 
 

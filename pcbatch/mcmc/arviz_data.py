@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.mcmc import gradients
+
 #: ArviZ's ``sample_stats`` name of each per-draw statistic -> `nuts.Draws`' field
 SAMPLE_STATS = {
     "lp": "log_density",
@@ -68,7 +70,7 @@ def inference_data(result: Any, coords: dict | None = None, dims: dict | None = 
 
 
 def _chains_first(draws: Any) -> np.ndarray:
-    return np.swapaxes(np.asarray(draws), 0, 1)
+    return np.swapaxes(gradients.to_numpy(draws), 0, 1)
 
 
 def _posterior(draws: Any) -> dict:

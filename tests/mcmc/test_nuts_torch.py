@@ -10,6 +10,7 @@ moments of a longer run agree with the known answer within Monte Carlo error.
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import numpy as np
 import pytest
@@ -136,3 +137,26 @@ def test_a_torch_start_with_nan_is_refused_naming_the_chains():
     start[2, 1] = float("nan")
     with pytest.raises(ValueError, match=r"initial_state is not finite .* chains \[2\]"):
         nuts.sample(torch_log_prob, start, num_samples=2, num_warmup=2, seed=0)
+
+
+def test_results_reach_the_host_without_numpy_reading_a_tensor(monkeypatch):
+    """A CUDA tensor refuses ``np.asarray`` ("can't convert cuda:0 device type tensor to
+    numpy"): a run on a GPU failed at its inverse mass. Here CPU tensors refuse it too, so
+    every path from a torch run to NumPy must go through ``.cpu()``."""
+    start = torch.tensor(np.random.RandomState(5).normal(size=(3, 2)))
+
+    def refuse(self, *args, **kwargs):
+        raise TypeError("can't convert this tensor to numpy (as a CUDA tensor would)")
+
+    monkeypatch.setattr(torch.Tensor, "__array__", refuse)
+    result = nuts.sample(torch_log_prob, start, num_samples=8, num_warmup=8, seed=4,
+                         max_tree_depth=5)
+    assert result.inverse_mass.shape == (3, 2)
+    assert np.all(np.isfinite(result.ess()))
+    assert np.all(np.isfinite(result.state.step_size))
+    assert np.all(np.isfinite(diagnostics.effective_sample_size(result.samples)))
+    if importlib.util.find_spec("arviz") is not None:
+        assert result.to_arviz().posterior["x"].shape == (3, 8, 2)
+    resumed = nuts.sample(torch_log_prob, result.state, num_samples=4, num_warmup=0, seed=4,
+                          max_tree_depth=5)
+    assert resumed.samples.shape == (4, 3, 2)
