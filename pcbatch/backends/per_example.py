@@ -363,7 +363,8 @@ def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
     integer arrays whose dtype cannot hold them: np.where casts them unsafely
     (``np.where(c, int8_x, 300)`` is 44 where ``c`` is false), np.clip ignores a bound
     past the dtype's range on its own side (``np.clip(int8_x, -300, 300)`` is ``x``;
-    ``np.clip(int8_x, 300, 400)`` stays NumPy's OverflowError). The other libraries
+    ``np.clip(int8_x, 300, 400)`` stays NumPy's OverflowError); NumPy 2.5's np.where
+    raises as its arithmetic does (`NUMPY_WHERE_WRAPS`). The other libraries
     would raise for every such int. A weak value (a Python int per example) is a
     bound of np.clip saturated so; np.where's converts wrapping (`weak_operands`).
     Returns ``(args, kwargs)``."""
@@ -384,8 +385,10 @@ def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
     fitted = []
     for position, v in enumerate(values):
         if _is_python_int(v) and not info.min <= v <= info.max:
-            if func is np.where:
+            if func is np.where and NUMPY_WHERE_WRAPS:
                 v = np.asarray(v).astype(np.result_type(*dtypes))  # wraps, as NumPy
+            elif func is np.where:  # NumPy 2.5 raises, whatever the condition
+                raise OverflowError(f"Python integer {v} out of bounds for {info.dtype}")
             elif not _NUMPY_CLIP_SATURATES:  # NumPy 2.0 raises for any such bound
                 raise OverflowError(f"Python integer {v} out of bounds for {info.dtype}")
             elif position == 1 and v < info.min or position == 2 and v > info.max:
@@ -410,6 +413,20 @@ def _numpy_clip_saturates() -> bool:
 _NUMPY_CLIP_SATURATES = _numpy_clip_saturates()
 
 
+def _numpy_where_wraps() -> bool:
+    """Whether the installed NumPy's np.where casts a Python int past an integer array's
+    range unsafely (``np.where(c, int8_x, 300)`` is 44 up to NumPy 2.4; NumPy 2.5 raises
+    OverflowError, as its arithmetic does)."""
+    try:
+        np.where(True, np.zeros(1, np.int8), 300)
+    except OverflowError:
+        return False
+    return True
+
+
+NUMPY_WHERE_WRAPS = _numpy_where_wraps()
+
+
 def _is_python_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, (bool, np.generic))
 
@@ -430,8 +447,9 @@ def weak_operands(name: str, inputs) -> tuple:
     result is weak."""
     from pcbatch.backends import weak
 
+    wrap = name == "where" and NUMPY_WHERE_WRAPS
     inputs, weak_result = weak.convert_operands(
-        name, tuple(inputs), lambda x, dtype: x.converted(np.dtype(dtype), name == "where")
+        name, tuple(inputs), lambda x, dtype: x.converted(np.dtype(dtype), wrap)
     )
     return tuple(x.as_strong() if _is_weak(x) else x for x in inputs), weak_result
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import pcbatch
+from pcbatch.backends import per_example
 from tests import backends, tiers
 
 ctx = pcbatch.Context()
@@ -686,11 +687,20 @@ def where_with_a_number(x, k):
 
 @backends.backend_param
 def test_np_where_with_a_python_int_out_of_range_casts_as_numpy(backend_name):
-    """NumPy's ``np.where`` casts 300 to int8 (44) per example, unlike its arithmetic;
-    so does every backend (pcbatch raised OverflowError, Torch at no line of yours)."""
+    """NumPy up to 2.4's ``np.where`` casts 300 to int8 (44) per example, unlike its
+    arithmetic; so does every backend (pcbatch raised OverflowError, Torch at no line of
+    yours). NumPy 2.5's raises OverflowError, and so does every backend then."""
     x = np.array([1.5, 2.5])
-    assert where_with_a_number.python_function(x[0], 300) == 44
-    for k in (300, 3):
+    if not per_example.NUMPY_WHERE_WRAPS:
+        with pytest.raises(OverflowError, match="300 out of bounds for int8"):
+            where_with_a_number.python_function(x[0], 300)
+        with pytest.raises(OverflowError, match="out of bounds") as raised:
+            where_with_a_number(x, 300, backend=backends.backend(backend_name))
+        told = " ".join([str(raised.value), *getattr(raised.value, "__notes__", [])])
+        assert "in where_with_a_number" in told  # the user's line
+    else:
+        assert where_with_a_number.python_function(x[0], 300) == 44
+    for k in (300, 3) if per_example.NUMPY_WHERE_WRAPS else (3,):
         result = where_with_a_number(x, k, backend=backends.backend(backend_name))
         np.testing.assert_array_equal(result, _per_example(where_with_a_number, [x, k]))
         assert np.asarray(result).dtype == np.int8

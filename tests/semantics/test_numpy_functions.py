@@ -100,7 +100,10 @@ def scaled_down(x):
 def test_subnormals_are_kept_on_numpy_and_torch_and_flushed_on_jax_and_tensorflow(
     backend_name,
 ):
-    """docs/semantics.md says so: XLA and TensorFlow's CPU kernels flush subnormals."""
+    """docs/semantics.md says so: XLA and TensorFlow's CPU kernels flush subnormals (on
+    an H200, JAX's float64 kept them)."""
+    if not backends.on_cpu(backend_name):
+        pytest.skip("a GPU's kernels: float64 subnormals kept on an H200, not promised")
     x = np.array([1e-10, 1.0])
     batched = pcbatch.Context().batch(scaled_down)
     positive, y = batched(x, backend=backends.backend(backend_name))
