@@ -62,6 +62,10 @@ _NONE_ADVICE = (
 
 #: ``math`` functions computed per example (`runtime.MATH_FORMS`): they never raise
 _MATH_PER_EXAMPLE = frozenset({"isnan", "isinf", "isfinite", "isclose", "fabs"})
+#: NumPy's name of a math function where it differs
+_NUMPY_NAMES_OF_MATH = {"pow": "power", "atan": "arctan", "atan2": "arctan2", "asin": "arcsin",
+                        "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
+                        "atanh": "arctanh"}
 
 #: builtins that make text of a value
 _TEXT_BUILTINS = ("str", "repr", "format", "ascii", "hex", "oct", "bin", "chr")
@@ -441,11 +445,14 @@ class _Fence(ast.NodeVisitor):
         ):
             return
         name = getattr(function, "__name__", "f")
+        numpy_name = _NUMPY_NAMES_OF_MATH.get(name, name)
+        arguments = ", ".join(ast.unparse(arg) for arg in node.args)
         self.reject(
             node,
             f"math.{name}() of a per-example value is not supported: it needs one Python "
             "number, and a per-example value is a row of a batch. Use NumPy's function "
-            f"(np.{name}(x) where NumPy has one), which computes every example; unlike "
+            f"(np.{numpy_name}({arguments}) where NumPy has one), which computes every "
+            "example; unlike "
             "math it gives nan or inf instead of raising, and a NumPy value (floor and "
             "ceil give floats: int(np.floor(x)) for Python's int)",
         )

@@ -478,6 +478,10 @@ def math_floor_of_value(x):
     return math.floor(x)
 
 
+def math_pow_of_values(x, n):
+    return math.pow(x, n) + math.atan2(n, x)
+
+
 def match_statement(n):
     match n:
         case 0:

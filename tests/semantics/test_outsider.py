@@ -72,6 +72,7 @@ REJECTED = {
     "str_of_value": "pcbatch.host_callback",
     "math_sqrt_of_value": "np.sqrt",
     "math_floor_of_value": "np.floor",
+    "math_pow_of_values": r"np\.power\(x, n\)",  # NumPy's name, the call's arguments
     "match_statement": "if/elif",
     "enumerate_range": "for i in range",
     "starred_unpacking": "unpack each element",
