@@ -387,9 +387,9 @@ def fitted_ints(func, args: tuple, kwargs: dict) -> tuple:
         if _is_python_int(v) and not info.min <= v <= info.max:
             if func is np.where and NUMPY_WHERE_WRAPS:
                 v = np.asarray(v).astype(np.result_type(*dtypes))  # wraps, as NumPy
-            elif func is np.where:  # NumPy 2.5 raises, whatever the condition
-                raise OverflowError(f"Python integer {v} out of bounds for {info.dtype}")
-            elif not _NUMPY_CLIP_SATURATES:  # NumPy 2.0 raises for any such bound
+            elif func is np.where or not _NUMPY_CLIP_SATURATES:
+                # NumPy 2.5's np.where raises, whatever the condition; NumPy 2.0's np.clip
+                # for any such bound
                 raise OverflowError(f"Python integer {v} out of bounds for {info.dtype}")
             elif position == 1 and v < info.min or position == 2 and v > info.max:
                 v = info.min if position == 1 else info.max
