@@ -25,8 +25,8 @@ step() {  # step NAME SECONDS COMMAND...: runs COMMAND, output to $out/NAME.txt
     timeout -s INT -k 15 "$limit" "$@" 2>&1 | grep -v -e '^W0' -e '^I0' | tee -a "$out/$name.txt"
 }
 
-step machine 30 sh -c "nvidia-smi -L; uptime; $py -c 'import jax, torch; print(jax.__version__, \
-jax.devices(), torch.__version__, torch.cuda.get_device_name())'"
+step machine 60 sh -c "nvidia-smi -L; uptime; $py -c 'import jax, torch; print(jax.__version__, \
+jax.devices(), torch.__version__, torch.cuda.get_device_name())'; $py benchmarks/vm_step_probe.py"
 # NUTS at a fixed step size (no warmup), identity mass, same starts: issue 28's setting.
 step nuts_gaussian 130 "$py" benchmarks/nuts.py --backends jax,blackjax,gradient,numpyro \
     --chains 1000 --warmup 0 --samples 100 --target gaussian
