@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -249,6 +250,21 @@ def _foldable(tensor) -> bool:
                 seen.add(source.op.name)
                 todo.append(source.op)
     return True
+
+
+@contextlib.contextmanager
+def _quiet_autograph():
+    """Under XLA, tf.vectorized_map wraps its loop in a tf.function of its own with
+    AutoGraph on, whatever pcbatch asks, and on Python 3.13 AutoGraph's AST library
+    (gast) warns of a deprecated keyword for each node it builds: dozens of
+    DeprecationWarnings about TensorFlow's own code reached the user on the first call.
+    Silenced while pcbatch traces its program, and only these."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*unexpected keyword argument '___pyct_anno'",
+            category=DeprecationWarning,
+        )
+        yield
 
 
 def _without_control_dependencies(function: Callable) -> Callable:
@@ -804,11 +820,13 @@ class TensorFlowBackend:
             device = self.basic_block_xla_device
             placed = lambda: tf.device(device) if device is not None else contextlib.nullcontext()
             if signature not in traces:
-                if tf1_graph:
-                    traces[signature] = _trace_outside_graph(compiled, placed, (inputs, *rest))
-                else:
-                    with placed():
-                        traces[signature] = compiled.get_concrete_function(inputs, *rest)
+                with _quiet_autograph():
+                    if tf1_graph:
+                        traces[signature] = _trace_outside_graph(compiled, placed,
+                                                                 (inputs, *rest))
+                    else:
+                        with placed():
+                            traces[signature] = compiled.get_concrete_function(inputs, *rest)
             with placed():
                 return traces[signature](inputs, *rest)
 
