@@ -46,6 +46,16 @@ def import_arviz(what: str = "to_arviz()") -> Any:
     return arviz
 
 
+def group_names(data: Any) -> list[str]:
+    """The group names of what `to_arviz` returns, on either ArviZ: 0.x's
+    ``InferenceData.groups()`` (a method) or 1.x's ``DataTree.groups`` (a property of
+    paths, ``"/posterior"``, the root ``"/"`` among them)."""
+    groups = data.groups
+    if callable(groups):
+        return list(groups())
+    return [path.strip("/") for path in groups if path.strip("/")]
+
+
 def major_version(arviz: Any) -> int:
     """ArviZ's major version (0 where it does not say)."""
     version = str(getattr(arviz, "__version__", "0"))

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
-from pcbatch.mcmc import diagnostics, nuts, special
+from pcbatch.mcmc import arviz_data, diagnostics, nuts, special
 from pcbatch.mcmc import random as rnd
 from tests import backends, tiers
 from tests.mcmc.test_nuts import SHORT, run
@@ -191,7 +191,7 @@ def _bfmi(energy):
 def test_without_warmup_draws_there_are_no_warmup_groups():
     pytest.importorskip("arviz")
     data = _cached_plain().to_arviz()
-    assert "warmup_posterior" not in data.groups()
+    assert "warmup_posterior" not in arviz_data.group_names(data)
     assert data.posterior["x"].dims == ("chain", "draw", "x_dim_0")
 
 
@@ -226,7 +226,9 @@ def _statistics(x, implementation):
 
 
 def test_the_numpy_diagnostics_agree_with_arviz():
-    pytest.importorskip("arviz")
+    az = pytest.importorskip("arviz")
+    if arviz_data.major_version(az) >= 1:
+        pytest.skip("implementation='arviz' runs ArviZ 0.x's functions; 1.x is not wired")
     logging.disable(logging.WARNING)  # ArviZ logs each NaN and short array
     try:
         with warnings.catch_warnings():
