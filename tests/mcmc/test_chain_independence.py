@@ -80,7 +80,10 @@ print(json.dumps({
     platform.machine().lower() not in ("x86_64", "amd64"), reason="an x86 XLA flag"
 )
 def test_on_jax_without_fma_a_float32_chain_does_not_depend_on_the_number_of_chains():
-    pytest.importorskip("jax")
+    jax = pytest.importorskip("jax")
+    if tuple(int(part) for part in jax.__version__.split(".")[:2]) >= (0, 12):
+        # docs/nuts.md says so: on JAX 0.12 the two runs differed with the flag too
+        pytest.skip("JAX 0.12's XLA: the flag no longer makes the runs agree")
     env = dict(os.environ, XLA_FLAGS="--xla_cpu_max_isa=AVX", PYTHONPATH=str(ROOT))
     env.pop("JAX_ENABLE_X64", None)
     done = subprocess.run(
