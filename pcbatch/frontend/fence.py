@@ -452,9 +452,8 @@ class _Fence(ast.NodeVisitor):
             f"math.{name}() of a per-example value is not supported: it needs one Python "
             "number, and a per-example value is a row of a batch. Use NumPy's function "
             f"(np.{numpy_name}({arguments}) where NumPy has one), which computes every "
-            "example; unlike "
-            "math it gives nan or inf instead of raising, and a NumPy value (floor and "
-            "ceil give floats: int(np.floor(x)) for Python's int)",
+            "example; unlike math it gives nan or inf instead of raising, and a NumPy "
+            "value (floor and ceil give floats: int(np.floor(x)) for Python's int)",
         )
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:

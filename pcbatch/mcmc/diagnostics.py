@@ -20,6 +20,11 @@ from pcbatch.mcmc import gradients, special
 __all__ = ["ess", "rhat", "effective_sample_size", "potential_scale_reduction"]
 
 
+def _float64_on_host(samples) -> np.ndarray:
+    """Draws of any library (a CUDA tensor too) as a float64 NumPy array."""
+    return gradients.to_numpy(samples).astype(np.float64, copy=False)
+
+
 def _autocovariance(x: np.ndarray) -> np.ndarray:
     """Per chain autocovariance along axis 0 (biased, by FFT)."""
     n = x.shape[0]
@@ -31,7 +36,7 @@ def _autocovariance(x: np.ndarray) -> np.ndarray:
 
 def effective_sample_size(samples: np.ndarray) -> np.ndarray:
     """ESS of each event component, shape ``event_shape``."""
-    x = gradients.to_numpy(samples).astype(np.float64, copy=False)
+    x = _float64_on_host(samples)
     n, m = x.shape[:2]
     if n < 4:
         return np.full(x.shape[2:], np.nan)
@@ -53,7 +58,7 @@ def effective_sample_size(samples: np.ndarray) -> np.ndarray:
 
 def potential_scale_reduction(samples: np.ndarray) -> np.ndarray:
     """Split R-hat of each event component (1 at convergence)."""
-    x = gradients.to_numpy(samples).astype(np.float64, copy=False)
+    x = _float64_on_host(samples)
     half = x.shape[0] // 2
     split = np.concatenate([x[:half], x[half : 2 * half]], axis=1)
     n = split.shape[0]
@@ -128,7 +133,7 @@ def _use_arviz(implementation: str) -> bool:
 def _chains_draws_components(samples) -> tuple:
     """``[draws, chains, *event]`` as float64 ``[chains, draws, components]``, and the
     event shape."""
-    x = gradients.to_numpy(samples).astype(np.float64, copy=False)
+    x = _float64_on_host(samples)
     if x.ndim < 2:
         raise ValueError(
             f"draws must be [num_samples, num_chains, *event_shape]; got shape {x.shape}"
