@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import importlib.metadata
 import os
 import pathlib
@@ -263,10 +264,11 @@ def _pcbatch_call(work, backend, x, to_numpy=np.asarray):
     return lambda: to_numpy(fn(x, **options))
 
 
-def _prepare_pcbatch_jax(work, inputs, libs):
+def _prepare_pcbatch_jax(work, inputs, libs, block_choice=None):
     from pcbatch.backends.jax import JaxBackend
 
-    return _pcbatch_call(work, JaxBackend(), libs["jax"].device_put(inputs))
+    backend = JaxBackend(block_choice=block_choice)
+    return _pcbatch_call(work, backend, libs["jax"].device_put(inputs))
 
 
 def _prepare_pcbatch_tf(work, inputs, libs):
@@ -306,6 +308,9 @@ def _prepare_numpy_masked(work, inputs, libs):
 #: name -> (the library it needs, or None; prepare(work, inputs, libs) -> call)
 CONTENDERS = {
     "pcbatch-jax": ("jax", _prepare_pcbatch_jax),
+    # the same with JaxBackend(block_choice=...) other than the default tree of loops
+    "pcbatch-jax-switch": ("jax", functools.partial(_prepare_pcbatch_jax, block_choice="switch")),
+    "pcbatch-jax-sweep": ("jax", functools.partial(_prepare_pcbatch_jax, block_choice="sweep")),
     "pcbatch-tf": ("tensorflow", _prepare_pcbatch_tf),
     "pcbatch-torch": ("torch", _prepare_pcbatch_torch),
     "jax-vmap": ("jax", _prepare_jax_vmap),
@@ -317,6 +322,8 @@ CONTENDERS = {
 #: the hand-written loop each contender's warm time is divided by
 RATIO_AGAINST = {
     "pcbatch-jax": "jax-vmap",
+    "pcbatch-jax-switch": "jax-vmap",
+    "pcbatch-jax-sweep": "jax-vmap",
     "pcbatch-tf": "jax-vmap",
     "pcbatch-torch": "jax-vmap",
     "jax-vmap": "jax-vmap",
@@ -487,7 +494,7 @@ def _warm_times(calls: dict, repeats: int) -> dict:
 # Printing.
 
 HEADER = (
-    f"{'workload':<20} {'contender':<14} {'warm s':>9} {'first s':>8} {'ratio':>8}  "
+    f"{'workload':<20} {'contender':<18} {'warm s':>9} {'first s':>8} {'ratio':>8}  "
     f"{'vs':<13} check"
 )
 
@@ -505,7 +512,7 @@ def _print_rows(label, names, warm, firsts, checks) -> None:
         if name in warm and against in warm:
             ratio = warm[name] / warm[against]
         print(
-            f"{label:<20} {name:<14} {_number(warm.get(name), '.4f'):>9} "
+            f"{label:<20} {name:<18} {_number(warm.get(name), '.4f'):>9} "
             f"{_number(firsts.get(name), '.2f'):>8} {_number(ratio, '.2f', 'x'):>8}  "
             f"{against:<13} {checks[name]}"
         )

@@ -10,7 +10,8 @@ Compile time is the first call's wall time minus the second's.
 
 ``--compaction auto`` (or widths such as ``16,128``) runs JAX and TensorFlow with
 that compaction option (`pcbatch.vm.compact`); list a backend twice as
-``jax,jax/c`` to run it full width and compacted.
+``jax,jax/c`` to run it full width and compacted; ``jax/sweep``, ``jax/switch`` run JAX
+with that ``JaxBackend(block_choice=...)``.
 """
 
 from __future__ import annotations
@@ -63,10 +64,13 @@ def gaussian(dim=100):
     return dim, log_prob, value_and_grad
 
 
-def _compiled_backend(name: str, compaction):
+def _compiled_backend(name: str, variant: str, compaction):
+    """``variant`` "c": compacted; another (JAX only): that ``block_choice``."""
     if name == "jax":
         from pcbatch.backends.jax import JaxBackend
 
+        if variant != "c":
+            return JaxBackend(block_choice=variant)
         return JaxBackend(compaction=compaction)
     from pcbatch.backends.tensorflow import TensorFlowBackend
 
@@ -74,11 +78,12 @@ def _compiled_backend(name: str, compaction):
 
 
 def run(backend, target, chains, warmup, samples, step_size, compaction=None, once=False):
-    """``backend``: a name; ``name/c`` runs a compiled backend with ``compaction``.
+    """``backend``: a name; ``name/c`` runs a compiled backend with ``compaction``,
+    ``jax/CHOICE`` JAX with that ``block_choice`` (``jax/sweep``, ``jax/switch``).
     ``once``: a single call, its wall time including the compile (for long runs)."""
-    backend, compacted = backend.removesuffix("/c"), backend.endswith("/c")
-    chosen = _compiled_backend(backend, compaction) if compacted else None
-    options_backend = {"backend": chosen} if compacted else {}
+    backend, _, variant = backend.partition("/")
+    chosen = _compiled_backend(backend, variant, compaction) if variant else None
+    options_backend = {"backend": chosen} if variant else {}
     dim, log_prob, value_and_grad = target
     start = np.random.RandomState(1).normal(size=(chains, dim))
     if backend in nuts_baselines.SAMPLERS:

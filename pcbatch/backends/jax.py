@@ -79,7 +79,7 @@ def _user_stacklevel() -> int:
 #: ``lax.switch``, whose outputs XLA gives buffers of their own (copies), but which is one
 #: device-side choice. On a GPU each loop's predicate is read back on the host, which
 #: makes the tree cost about 2 log2(blocks) round trips per step.
-BLOCK_CHOICES = (None, "loops", "flat", "switch")
+BLOCK_CHOICES = (None, "loops", "flat", "switch", "sweep")
 
 #: The "loops" tree's branching: a node tests ``TREE_FAN_OUT`` predicates. Four halves
 #: the loops XLA compiles (NUTS, 38 blocks: 58 against 73; a step tests as many

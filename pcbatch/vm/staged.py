@@ -259,6 +259,10 @@ class _Block:
                 state["vars"][key] = dict(leaf, top=self.m.ops.where(mask, value, leaf["top"]))
 
 
+#: the loop state's counters that `StagedMachine.tally` updates
+PROFILE_COUNTS = ("block_counts", "block_lanes", "live_sum")
+
+
 class StagedMachine:
     """Builds the staged run of one lowered program for one batch size."""
 
@@ -477,7 +481,7 @@ class StagedMachine:
     def advance(self, s: dict, run_block, block) -> dict:
         """One step: ``run_block`` (which runs ``block``) on ``s``, and the step's
         bookkeeping around it."""
-        if self.profiling:
+        if self.profiling and not self.sweeps:  # a sweep counts each block it runs
             s = self.tally(s, block)
         s = run_block(s)
         if self.refill is not None:
@@ -511,6 +515,28 @@ class StagedMachine:
         block, wait = policy.choose(ops, self.plan, pc, s["wait"])
         return dict(s, block=block, wait=wait)
 
+    @property
+    def sweeps(self) -> bool:
+        """Whether a step runs every block in turn (``JaxBackend(block_choice="sweep")``)
+        rather than the one it chose."""
+        return getattr(self.ops, "block_choice", None) == "sweep"
+
+    def sweep(self, s: dict, first: int) -> dict:
+        """Every block from ``first`` on, in order, each on the threads at it when its
+        turn comes: a thread may run several blocks in one step, and a block no thread
+        is at changes nothing. No choice is made on the device, so a GPU reads nothing
+        back on the host within a step (the tree of loops reads about 2 log2(blocks)
+        predicates); the price is every block's work, masked, at every step."""
+        chosen, ops = s["block"], self.ops
+        for index in range(first, self.halt):
+            block = ops.scalar_int(index)
+            if self.profiling:  # a block no thread is at counts as no step
+                counted = self.tally(s, block)
+                ran = ops.any(ops.equal(s["pc"]["top"], block))
+                s = dict(s, **{k: ops.where(ran, counted[k], s[k]) for k in PROFILE_COUNTS})
+            s = self.blocks[index](dict(s, block=block))
+        return dict(s, block=chosen)
+
     def run(self, inputs: list, live=None, blank: dict | None = None):
         """The staged computation: inputs -> (outputs, final state)."""
         ops = self.ops
@@ -528,6 +554,8 @@ class StagedMachine:
         first = 1 if prologue else 0
 
         def step(s):
+            if self.sweeps:
+                return self.choose_next(self.advance(s, lambda s: self.sweep(s, first), s["block"]))
             # The branches start at block ``first``: the dispatch's constants are offset
             # by it rather than the block by a subtraction (a kernel for XLA).
             dispatch = lambda s: ops.switch(s["block"], self.blocks[first:], s, offset=first)

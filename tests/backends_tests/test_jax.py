@@ -102,7 +102,7 @@ def test_the_garbage_collector_is_paused_while_a_program_is_traced_then_restored
         gc.enable()
 
 
-@pytest.mark.parametrize("choice", ["loops", "flat", "switch"])
+@pytest.mark.parametrize("choice", ["loops", "flat", "switch", "sweep"])
 def test_every_block_choice_gives_the_per_example_results(choice):
     """``block_choice`` changes how a step picks its block (GPU speed), never a result."""
     backend = JaxBackend(block_choice=choice)
