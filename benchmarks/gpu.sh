@@ -28,11 +28,11 @@ step() {  # step NAME SECONDS COMMAND...: runs COMMAND, output to $out/NAME.txt
 step machine 60 sh -c "nvidia-smi -L; uptime; $py -c 'import jax, torch; print(jax.__version__, \
 jax.devices(), torch.__version__, torch.cuda.get_device_name())'; $py benchmarks/vm_step_probe.py"
 # NUTS at a fixed step size (no warmup), identity mass, same starts: issue 28's setting.
-step nuts_gaussian 130 "$py" benchmarks/nuts.py --backends jax,blackjax,gradient,numpyro \
+step nuts_gaussian 150 "$py" benchmarks/nuts.py --backends jax,jax/loops,blackjax,gradient,numpyro \
     --chains 1000 --warmup 0 --samples 100 --target gaussian
 step nuts_logistic 100 "$py" benchmarks/nuts.py --backends jax,blackjax,gradient,numpyro \
     --chains 1000 --warmup 0 --samples 100 --target logistic
-step loops 75 "$py" benchmarks/loops.py --platform gpu --contenders pcbatch-jax,jax-vmap
+step loops 120 "$py" benchmarks/loops.py --platform gpu --contenders pcbatch-jax,pcbatch-jax-loops,jax-vmap
 # Torch's eager VM pays the device's launch and sync costs per block: a few repeats only
 step torch_loops 60 "$py" benchmarks/loops.py --platform gpu --repeats 3 \
     --contenders pcbatch-torch,jax-vmap

@@ -9,7 +9,9 @@ Four workloads, each a function for ONE example written as plain Python (below):
 - ``fib``: naive recursive Fibonacci, ``fib(n - 1) + fib(n - 2)``, for 1,000 values of
   n in [15, 20].
 
-Contenders: that function batched by pcbatch on JAX (``pcbatch-jax``), on TensorFlow
+Contenders: that function batched by pcbatch on JAX (``pcbatch-jax``; with another
+``JaxBackend(block_choice=...)`` than the platform's: ``pcbatch-jax-loops``,
+``pcbatch-jax-switch``, ``pcbatch-jax-sweep``), on TensorFlow
 with XLA (``pcbatch-tf``), on Torch (``pcbatch-torch``: the CPU, or CUDA with
 ``--platform gpu``) and on NumPy (``pcbatch-numpy``); a loop written by hand as
 ``jax.jit(jax.vmap(...lax.while_loop...))`` (``jax-vmap``: McCarthy 91 as its counter
@@ -308,7 +310,9 @@ def _prepare_numpy_masked(work, inputs, libs):
 #: name -> (the library it needs, or None; prepare(work, inputs, libs) -> call)
 CONTENDERS = {
     "pcbatch-jax": ("jax", _prepare_pcbatch_jax),
-    # the same with JaxBackend(block_choice=...) other than the default tree of loops
+    # the same with a JaxBackend(block_choice=...) other than the platform's default
+    # (the tree of loops on a CPU, the sweep on a GPU)
+    "pcbatch-jax-loops": ("jax", functools.partial(_prepare_pcbatch_jax, block_choice="loops")),
     "pcbatch-jax-switch": ("jax", functools.partial(_prepare_pcbatch_jax, block_choice="switch")),
     "pcbatch-jax-sweep": ("jax", functools.partial(_prepare_pcbatch_jax, block_choice="sweep")),
     "pcbatch-tf": ("tensorflow", _prepare_pcbatch_tf),
@@ -322,6 +326,7 @@ CONTENDERS = {
 #: the hand-written loop each contender's warm time is divided by
 RATIO_AGAINST = {
     "pcbatch-jax": "jax-vmap",
+    "pcbatch-jax-loops": "jax-vmap",
     "pcbatch-jax-switch": "jax-vmap",
     "pcbatch-jax-sweep": "jax-vmap",
     "pcbatch-tf": "jax-vmap",

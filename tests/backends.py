@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import numpy as np
 import pytest
@@ -26,6 +27,11 @@ def make_backend(name: str, **options):
         jax.config.update("jax_enable_x64", True)
         from pcbatch.backends.jax import JaxBackend
 
+        # The suite under another way of choosing blocks (the GPU's): every result must
+        # stay the same (PCBATCH_TEST_BLOCK_CHOICE=sweep pytest -k jax).
+        choice = os.environ.get("PCBATCH_TEST_BLOCK_CHOICE")
+        if choice and "block_choice" not in options:
+            options = dict(options, block_choice=choice)
         return JaxBackend(**options)
     if name == "tensorflow":
         from pcbatch.backends.tensorflow import TensorFlowBackend
@@ -53,6 +59,12 @@ COMPILED_NAMES = [n for n in BACKEND_NAMES if n not in EAGER_NAMES]
 
 # One instance per backend for the whole session, so compiled programs are reused.
 _INSTANCES: dict = {}
+
+
+def scheduled(name: str):
+    """The backend ``name`` running the block its schedule chooses at each step (JAX's
+    sweep, its choice on a GPU, runs every block: it has no schedule to test)."""
+    return backend(name, block_choice="loops") if name == "jax" else backend(name)
 
 
 def backend(name: str, **options):

@@ -66,7 +66,7 @@ def _args():
 def test_sync_gathers_threads_and_changes_nothing_else(backend_name, policy_name):
     x, k = _args()
     expected = sp.ungathered(x, k, dry_run=True)
-    options = {"schedule": policy_name, "backend": backends.backend(backend_name)}
+    options = {"schedule": policy_name, "backend": backends.scheduled(backend_name)}
     counts = {}
     for fn in (sp.ungathered, sp.gathered):
         with pcbatch.profile() as prof:

@@ -82,7 +82,7 @@ def test_a_renumbered_program_runs_the_same_blocks_as_numpy(name):
     _, (batched,) = _batched(collatz)
     x = np.array([1, 6, 7, 27, 97])
     expected = _block_counts(batched, [x], pcbatch.NumpyBackend())
-    result, steps, counts, active = _block_counts(batched, [x], backends.backend(name))
+    result, steps, counts, active = _block_counts(batched, [x], backends.scheduled(name))
     np.testing.assert_array_equal(result, expected[0])
     assert (steps, counts) == expected[1:3]
     assert active == pytest.approx(expected[3])  # primitives' active lanes, on the host

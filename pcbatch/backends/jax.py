@@ -73,13 +73,19 @@ def _user_stacklevel() -> int:
     return level
 
 
-#: How a VM step picks its block (``JaxBackend(block_choice=...)``): "loops" (None: the
-#: default), a tree of loops that run at most once (`base.guarded_switch`), so nothing
-#: passed through is copied; "flat", one row of such loops; "switch", one
-#: ``lax.switch``, whose outputs XLA gives buffers of their own (copies), but which is one
-#: device-side choice. On a GPU each loop's predicate is read back on the host, which
-#: makes the tree cost about 2 log2(blocks) round trips per step.
+#: How a VM step picks its block (``JaxBackend(block_choice=...)``): "loops", a tree of
+#: loops that run at most once (`base.guarded_switch`), so nothing passed through is
+#: copied; "flat", one row of such loops; "switch", one ``lax.switch``, whose outputs XLA
+#: gives buffers of their own (copies), but which is one device-side choice; "sweep",
+#: no choice: every block in turn, each on the threads at it (`StagedMachine.sweep`).
+#: On a GPU each loop's predicate and each switch's index is read back on the host, a
+#: round trip that costs more than most blocks' work: there the sweep, which reads
+#: nothing back within a step, ran loops 1.4-6x and NUTS 4x faster than the tree (H200,
+#: benchmarks/README.md); on a CPU the tree wins (NUTS 30x, Fibonacci 2.7x).
 BLOCK_CHOICES = (None, "loops", "flat", "switch", "sweep")
+
+#: None's meaning, by the platform the computation runs on (`JaxBackend.step_choice`)
+_DEFAULT_CHOICE = {"gpu": "sweep", "cuda": "sweep", "rocm": "sweep"}
 
 #: The "loops" tree's branching: a node tests ``TREE_FAN_OUT`` predicates. Four halves
 #: the loops XLA compiles (NUTS, 38 blocks: 58 against 73; a step tests as many
@@ -103,6 +109,12 @@ class JaxBackend:
         ``"auto"`` or a sequence of bucket widths: a block with at most ``k`` active
         threads runs on those threads' rows only, gathered into ``k`` lanes
         (`pcbatch.vm.compact`; same results, one more trace of each block per bucket).
+      block_choice: how each VM step runs its block (`BLOCK_CHOICES`; same results):
+        None (default) is "sweep" on a GPU, where a step runs every block in turn on
+        the threads at it and reads nothing back on the host, and "loops" elsewhere,
+        where a step runs the one block the schedule chose. Under "sweep",
+        ``max_steps`` still counts the blocks that ran, but no thread waits for others
+        (``schedule=`` orders nothing).
     """
 
     name = "jax"
@@ -351,10 +363,23 @@ class JaxBackend:
     def while_loop(self, cond, body, state):
         return lax.while_loop(cond, body, state)
 
+    @property
+    def step_choice(self) -> str:
+        """``block_choice``, or where it is None the platform's: "sweep" on a GPU,
+        "loops" elsewhere (`BLOCK_CHOICES`). Read at every trace."""
+        if self.block_choice is not None:
+            return self.block_choice
+        if self.sharding is not None:
+            platform = self.sharding.mesh.devices.flat[0].platform
+        else:
+            platform = jax.default_backend()
+        return _DEFAULT_CHOICE.get(platform, "loops")
+
     def switch(self, index, branches, state, offset: int = 0):
-        """Runs ``branches[index - offset]`` on ``state``, as ``block_choice`` says
-        (`BLOCK_CHOICES`)."""
-        choice = self.block_choice or "loops"
+        """Runs ``branches[index - offset]`` on ``state``, as ``step_choice`` says; a
+        "sweep" chooses VM steps only (`StagedMachine.sweep`): other choices within a
+        step (refill, compaction) are made by the tree of loops."""
+        choice = self.step_choice
         if choice == "switch":
             return lax.switch(index - offset if offset else index, branches, state)
         fan_out = len(branches) if choice == "flat" else TREE_FAN_OUT

@@ -478,15 +478,15 @@ class StagedMachine:
             state["refill"] = self.refill.initial(pending)
         return state
 
-    def advance(self, s: dict, run_block, block) -> dict:
+    def advance(self, s: dict, run_block, block, sweep: bool = False) -> dict:
         """One step: ``run_block`` (which runs ``block``) on ``s``, and the step's
-        bookkeeping around it."""
-        if self.profiling and not self.sweeps:  # a sweep counts each block it runs
+        bookkeeping around it. A ``sweep`` counts each block it runs itself."""
+        if self.profiling and not sweep:
             s = self.tally(s, block)
         s = run_block(s)
         if self.refill is not None:
             s = self.refill.after_step(s)
-        return dict(s, steps=s["steps"] + 1) if self.counts_steps else s
+        return dict(s, steps=s["steps"] + 1) if self.counts_steps and not sweep else s
 
     @property
     def counts_steps(self) -> bool:
@@ -519,7 +519,7 @@ class StagedMachine:
     def sweeps(self) -> bool:
         """Whether a step runs every block in turn (``JaxBackend(block_choice="sweep")``)
         rather than the one it chose."""
-        return getattr(self.ops, "block_choice", None) == "sweep"
+        return getattr(self.ops, "step_choice", None) == "sweep"
 
     def sweep(self, s: dict, first: int) -> dict:
         """Every block from ``first`` on, in order, each on the threads at it when its
@@ -530,10 +530,14 @@ class StagedMachine:
         chosen, ops = s["block"], self.ops
         for index in range(first, self.halt):
             block = ops.scalar_int(index)
-            if self.profiling:  # a block no thread is at counts as no step
-                counted = self.tally(s, block)
+            if self.counts_steps:
+                # A step is a block that some thread ran, as under the other choices
+                # (so max_steps keeps its scale, and profiles their meaning).
                 ran = ops.any(ops.equal(s["pc"]["top"], block))
-                s = dict(s, **{k: ops.where(ran, counted[k], s[k]) for k in PROFILE_COUNTS})
+                if self.profiling:
+                    counted = self.tally(s, block)
+                    s = dict(s, **{k: ops.where(ran, counted[k], s[k]) for k in PROFILE_COUNTS})
+                s = dict(s, steps=s["steps"] + ops.as_index(ran))
             s = self.blocks[index](dict(s, block=block))
         return dict(s, block=chosen)
 
@@ -555,7 +559,8 @@ class StagedMachine:
 
         def step(s):
             if self.sweeps:
-                return self.choose_next(self.advance(s, lambda s: self.sweep(s, first), s["block"]))
+                sweep = lambda s: self.sweep(s, first)
+                return self.choose_next(self.advance(s, sweep, s["block"], sweep=True))
             # The branches start at block ``first``: the dispatch's constants are offset
             # by it rather than the block by a subtraction (a kernel for XLA).
             dispatch = lambda s: ops.switch(s["block"], self.blocks[first:], s, offset=first)

@@ -68,7 +68,8 @@ def test_step_limit():
 
 
 def test_profile_counts_on_jax():
-    backend = JaxBackend()
+    # The schedule's counts: a GPU's default, the sweep, runs every block at each step
+    backend = JaxBackend(block_choice="loops")
     with pcbatch.profile() as jax_prof:
         fib(np.array([6, 7, 8, 7]), backend=backend)
     with pcbatch.profile() as numpy_prof:
@@ -113,6 +114,30 @@ def test_every_block_choice_gives_the_per_example_results(choice):
     deep = np.array([16])  # past the depth of 10 (fib(40) runs for seconds after it)
     with pytest.raises(pcbatch.StackOverflowError):
         fib(deep, backend=backend, max_stack_depth=10)
+
+
+def test_the_default_block_choice_is_the_sweep_on_a_gpu_only(monkeypatch):
+    assert JaxBackend().step_choice == ("sweep" if jax.default_backend() == "gpu" else "loops")
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert JaxBackend().step_choice == "sweep"
+    assert JaxBackend(block_choice="loops").step_choice == "loops"
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    assert JaxBackend().step_choice == "loops"
+
+
+def test_a_sweep_counts_the_blocks_it_ran_as_steps():
+    """Profiles and max_steps count blocks that some thread ran, whatever the choice."""
+    x = np.array([3, 7, 1, 27, 6])
+    counted = {}
+    for choice in ("loops", "sweep"):
+        with pcbatch.profile() as prof:
+            collatz(x, backend=JaxBackend(block_choice=choice))
+        assert sum(row["executions"] for row in prof.block_table()) == prof.block_executions
+        counted[choice] = prof.block_executions
+    # the schedule differs (no thread waits for others), the scale does not
+    assert counted["loops"] / 2 < counted["sweep"] < counted["loops"] * 2
+    with pytest.raises(pcbatch.StepLimitError, match="max_steps=20"):
+        collatz(x, backend=JaxBackend(block_choice="sweep"), max_steps=20)
 
 
 def test_an_unknown_block_choice_is_named():

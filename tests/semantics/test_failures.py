@@ -51,7 +51,9 @@ def test_under_most_threads_a_runaway_lane_keeps_the_others_waiting(backend_name
     backend = backends.backend(backend_name)
     _, status = collatz(np.array([6, 77031]), backend=backend, max_steps=250,
                         return_status=True)
-    assert np.asarray(status).tolist() == [2, 2]
+    # A sweep (JAX's choice on a GPU) runs every block at each step: nobody waits.
+    sweeps = getattr(backend, "step_choice", None) == "sweep"
+    assert np.asarray(status).tolist() == ([0, 2] if sweeps else [2, 2])
 
 
 @backends.backend_param
