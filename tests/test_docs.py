@@ -37,6 +37,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -177,11 +178,14 @@ def run_blocks(spec_path: str) -> int:
         code = compile(filename.read_text(), str(filename), "exec")
         print(f"--- {block['where']}", file=sys.stderr)
         printed = io.StringIO()
+        started = time.perf_counter()
         try:
             with contextlib.redirect_stdout(printed):
                 exec(code, namespace)
         finally:
             sys.stderr.write(printed.getvalue())  # shown with the failure, if any
+            # what each block costs the suite (the slowest file's are worth a look)
+            print(f"--- {block['where']}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
         if block["output"] is not None and not output_matches(block["output"], printed.getvalue()):
             print(
                 f"{block['where']}: printed\n{printed.getvalue()}\nbut the text shows\n"
