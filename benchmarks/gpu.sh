@@ -32,6 +32,7 @@ step nuts_gaussian 150 "$py" benchmarks/nuts.py --backends jax,jax/loops,blackja
     --chains 1000 --warmup 0 --samples 100 --target gaussian
 step nuts_logistic 100 "$py" benchmarks/nuts.py --backends jax,blackjax,gradient,numpyro \
     --chains 1000 --warmup 0 --samples 100 --target logistic
+step nuts_profile 90 "$py" benchmarks/sweep_profile_probe.py 1000 1
 step loops 120 "$py" benchmarks/loops.py --platform gpu --contenders pcbatch-jax,pcbatch-jax-loops,jax-vmap
 # Torch's eager VM pays the device's launch and sync costs per block: a few repeats only
 step torch_loops 60 "$py" benchmarks/loops.py --platform gpu --repeats 3 \

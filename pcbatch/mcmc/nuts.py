@@ -680,7 +680,8 @@ class _Ran:
 def _execute(run: _Run) -> _Ran:
     """Runs the program calls `_call_loop` plans, counting their work and time."""
     clock = time.perf_counter()
-    with profiling.profile() as prof, progress.showing(run.bar), _user_shape_errors():
+    counted = profiling.counting([program.GRADIENT_LABEL])
+    with counted as prof, progress.showing(run.bar), _user_shape_errors():
         calls, state, done = _call_loop(run)
     if run.traced:
         return _Ran(calls, state, done, None, None, None)

@@ -5,6 +5,16 @@
 - `pcbatch.profiling.plot`: ``Profile.plot(path)``'s figure (needs matplotlib).
 """
 
-from pcbatch.profiling.recorder import MAX_SERIES_POINTS, Profile, Series, current, profile
+from pcbatch.profiling.recorder import (
+    MAX_SERIES_POINTS,
+    Profile,
+    Series,
+    counting,
+    current,
+    labels_counted,
+    profile,
+)
 
-__all__ = ["MAX_SERIES_POINTS", "Profile", "Series", "current", "profile"]
+__all__ = [
+    "MAX_SERIES_POINTS", "Profile", "Series", "counting", "current", "labels_counted", "profile",
+]

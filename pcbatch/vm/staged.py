@@ -275,6 +275,7 @@ class StagedMachine:
         profiling: bool,
         max_steps: int | None,
         refill_plan: tuple | None = None,
+        labels_counted: frozenset | None = None,
     ):
         self.program = program
         self.ops = ops
@@ -284,6 +285,14 @@ class StagedMachine:
         # no stack (a stack to carry, and a gather per return, for XLA to compile).
         self.calls = any(isinstance(b.terminator, PushGotoOp) for b in program.graph.blocks)
         self.profiling = profiling
+        # The blocks a sweep counts (None: all): those that run a primitive labelled in
+        # the profile's `labels_counted` (and, with max_steps, all for the step count).
+        self.tallied = None
+        if profiling and labels_counted is not None:
+            self.tallied = {
+                i for i, b in enumerate(program.graph.blocks)
+                if any(getattr(op, "label", None) in labels_counted for op in b.instructions)
+            }
         self.max_steps = max_steps
         self.blocks = [_Block(self, i) for i in range(self.halt)]
         widths = compaction.buckets(getattr(ops, "compaction", None), batch_size)
@@ -528,9 +537,10 @@ class StagedMachine:
         back on the host within a step (the tree of loops reads about 2 log2(blocks)
         predicates); the price is every block's work, masked, at every step."""
         chosen, ops = s["block"], self.ops
+        every_block = self.max_steps is not None or self.tallied is None
         for index in range(first, self.halt):
             block = ops.scalar_int(index)
-            if self.counts_steps:
+            if self.counts_steps and (every_block or index in self.tallied):
                 # A step is a block that some thread ran, as under the other choices
                 # (so max_steps keeps its scale, and profiles their meaning).
                 ran = ops.any(ops.equal(s["pc"]["top"], block))
@@ -634,8 +644,10 @@ def execute(
     prof = profiling.current()
     signature = tuple((_static_shape(x), _dtype_name(x)) for x in flatten(inputs))
     profiled = prof is not None
+    labels_counted = profiling.labels_counted(prof) if profiled else None
     sharding = getattr(backend, "sharding", None) if count else None
     key = (id(program), count, signature, max_stack_depth, max_steps, profiled, refill)
+    key += (labels_counted,)
     key += () if sharding is None else sharding.key()
     cache = backend.compile_cache if cache is None else cache
     entry = cache.get(key)
@@ -649,7 +661,8 @@ def execute(
         # Renumbered where the policy's choice is a fixed order: no plan, no per-step cost.
         ordered = program if refill is not None else policy.in_fixed_order(program)
         staged = StagedMachine(
-            ordered, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan
+            ordered, backend, lanes, max_stack_depth, profiled, max_steps, refill_plan,
+            labels_counted,
         )
         check_memory(staged, backend)
         if sharding is None:

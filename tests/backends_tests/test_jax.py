@@ -12,7 +12,7 @@ jnp = jax.numpy
 
 from pcbatch.backends.jax import JaxBackend  # noqa: E402
 from pcbatch.examples import collatz, fib  # noqa: E402
-from tests import backends  # noqa: E402
+from tests import backends, tiers  # noqa: E402
 
 
 def test_same_shapes_do_not_retrace():
@@ -143,3 +143,24 @@ def test_a_sweep_counts_the_blocks_it_ran_as_steps():
 def test_an_unknown_block_choice_is_named():
     with pytest.raises(ValueError, match="block_choice"):
         JaxBackend(block_choice="tree")
+
+
+@tiers.slow  # two NUTS compilations, about 25 s
+def test_nuts_counts_its_gradients_alone_and_a_users_profile_sees_every_block():
+    """NUTS counts only its gradient blocks (`profiling.counting`: the sweep then skips the
+    other blocks' counts); inside a user's profile it counts everything, the same
+    gradients."""
+    from pcbatch.mcmc import nuts
+
+    backend = JaxBackend(block_choice="sweep")
+    x0 = jax.numpy.asarray(np.random.RandomState(0).normal(size=(4, 3)), "float32")
+    run = lambda: nuts.sample(lambda x: -0.5 * jax.numpy.sum(x * x), x0, num_samples=5,
+                              num_warmup=0, seed=0, backend=backend, progress_bar=False)
+    alone = run()
+    with pcbatch.profile() as outer:
+        profiled = run()
+    assert alone.gradient_evaluations == profiled.gradient_evaluations > 0
+    assert alone.leapfrog_steps == profiled.leapfrog_steps
+    np.testing.assert_array_equal(np.asarray(alone.samples), np.asarray(profiled.samples))
+    assert sum(row["executions"] for row in outer.block_table()) == outer.block_executions
+    assert len(outer.block_table()) > 2  # more than the gradient's blocks
