@@ -41,6 +41,16 @@ def countdown_quietly(x):
     return total
 
 
+@ctx.batch
+def report_at_the_end(x):
+    total = 0
+    while x > 0:
+        total = total + x
+        x = x - 1
+    pcbatch.host_callback(record, x, total)
+    return total
+
+
 def _reported() -> collections.Counter:
     """The (x, total) pairs the host saw, as a multiset (JAX may deliver out of order)."""
     pairs = collections.Counter()
@@ -112,3 +122,24 @@ def test_the_callback_takes_positional_values_only():
 
     with pytest.raises(pcbatch.AutobatchSyntaxError, match="positional"):
         bad(np.array([1, 2]))
+
+
+def test_a_sweep_calls_the_host_only_when_a_thread_is_at_the_callback(monkeypatch):
+    """JAX's sweep (its choice on a GPU) runs every block at each step; a callback's
+    block it enters only when some thread is there (a transfer to the host is dear)."""
+    pytest.importorskip("jax")
+    from pcbatch.backends.jax import JaxBackend
+
+    deliveries = []
+    deliver = pcbatch.callbacks.HostCallbackOp._deliver
+    monkeypatch.setattr(pcbatch.callbacks.HostCallbackOp, "_deliver",
+                        lambda self, mask, *v: (deliveries.append(np.asarray(mask).any()),
+                                                deliver(self, mask, *v)))
+    xs = np.array([3, 1, 0, 2, 12])
+    expected = report_at_the_end(xs, dry_run=True)
+    calls.clear()
+    result = report_at_the_end(xs, backend=JaxBackend(block_choice="sweep"))
+    np.testing.assert_array_equal(np.asarray(result), expected)
+    assert sorted(int(t) for _, total in calls for t in total) == sorted(expected.tolist())
+    # each thread reaches the line at its own step: most steps have no thread there
+    assert deliveries and all(deliveries)

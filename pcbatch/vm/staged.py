@@ -295,6 +295,13 @@ class StagedMachine:
             }
         self.max_steps = max_steps
         self.blocks = [_Block(self, i) for i in range(self.halt)]
+        # blocks that call the host (`pcbatch.host_callback`): a sweep enters them only
+        # when some thread is at them
+        self.calls_host = {
+            i for i, b in enumerate(program.graph.blocks)
+            if any(getattr(getattr(op, "function", None), "wants_mask", False)
+                   for op in b.instructions)
+        }
         widths = compaction.buckets(getattr(ops, "compaction", None), batch_size)
         self.compaction = compact.Compaction(self, widths, _Block) if widths else None
         if self.compaction is not None:
@@ -548,7 +555,15 @@ class StagedMachine:
                     counted = self.tally(s, block)
                     s = dict(s, **{k: ops.where(ran, counted[k], s[k]) for k in PROFILE_COUNTS})
                 s = dict(s, steps=s["steps"] + ops.as_index(ran))
-            s = self.blocks[index](dict(s, block=block))
+            s = dict(s, block=block)
+            if index in self.calls_host:
+                # Only when some thread is there: a host callback is a transfer to the
+                # host and a Python call, dearer than the loop's predicate (a NUTS
+                # progress bar at every step).
+                entered = ops.as_index(ops.any(ops.equal(s["pc"]["top"], block)))
+                s = ops.switch(entered, [lambda s: s, self.blocks[index]], s)
+            else:
+                s = self.blocks[index](s)
         return dict(s, block=chosen)
 
     def run(self, inputs: list, live=None, blank: dict | None = None):
