@@ -366,11 +366,17 @@ class JaxBackend:
     @property
     def step_choice(self) -> str:
         """``block_choice``, or where it is None the platform's: "sweep" on a GPU,
-        "loops" elsewhere (`BLOCK_CHOICES`). Read at every trace."""
+        "loops" elsewhere (`BLOCK_CHOICES`); the platform of the mesh's devices, of a
+        ``jax.default_device`` in force, or JAX's default. Read at every trace."""
         if self.block_choice is not None:
             return self.block_choice
+        # where the computation runs: the mesh's devices, a `jax.default_device(...)`
+        # in force (a Device or a platform name), or JAX's default platform
+        device = getattr(jax.config, "jax_default_device", None)
         if self.sharding is not None:
             platform = self.sharding.mesh.devices.flat[0].platform
+        elif device is not None:
+            platform = getattr(device, "platform", str(device))
         else:
             platform = jax.default_backend()
         return _DEFAULT_CHOICE.get(platform, "loops")

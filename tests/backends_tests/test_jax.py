@@ -121,6 +121,8 @@ def test_the_default_block_choice_is_the_sweep_on_a_gpu_only(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert JaxBackend().step_choice == "sweep"
     assert JaxBackend(block_choice="loops").step_choice == "loops"
+    with jax.default_device(jax.devices("cpu")[0]):  # the CPU asked for: the tree
+        assert JaxBackend().step_choice == "loops"
     monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
     assert JaxBackend().step_choice == "loops"
 
