@@ -526,7 +526,7 @@ class StagedMachine:
         Chosen at the end of a step, not the start of the next, so that the loop's
         condition reads it rather than reducing the program counters again."""
         ops, pc = self.ops, s["pc"]["top"]
-        if self.plan is None:
+        if self.plan is None or self.sweeps:  # a sweep runs every block: no choice
             return dict(s, block=ops.reduce_min(pc))
         block, wait = policy.choose(ops, self.plan, pc, s["wait"])
         return dict(s, block=block, wait=wait)
