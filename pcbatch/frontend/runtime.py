@@ -572,7 +572,23 @@ def does_not_contain(x, items):
     return weak.mark(np.logical_not(contains(x, items)))
 
 
+def equals_none(x):
+    """``x == None``: no batched value is None, so False for a number (Python's bool, as
+    NumPy's scalars give) and, for an array, NumPy's elementwise answer: all False. The
+    libraries' own ``==`` refuses None (JAX, TensorFlow)."""
+    shape = tuple(int(d) for d in np.shape(x))
+    return False if not shape else np.zeros(shape, bool)
+
+
+def differs_from_none(x):
+    """``x != None``: the negation of `equals_none`."""
+    shape = tuple(int(d) for d in np.shape(x))
+    return True if not shape else np.ones(shape, bool)
+
+
 NAMESPACE = {
+    "__pcb_eq_none": equals_none,
+    "__pcb_ne_none": differs_from_none,
     "__pcb_full": full,
     "__pcb_lift": lift,
     "__pcb_in": contains,

@@ -876,6 +876,15 @@ class _Hoister(ast.NodeTransformer):
                 args=[node.left, node.comparators[0]], keywords=[],
             )
             return ast.copy_location(call, node)
+        if len(node.ops) == 1 and _compares_with_none(node):
+            # ``v == None``: Python's answer is False (elementwise for an array), which
+            # JAX's and TensorFlow's ``==`` refuse to compute
+            node = self.generic_visit(node)
+            left, right = node.left, node.comparators[0]
+            operand = right if _is_none_constant(left) else left
+            helper = "__pcb_eq_none" if isinstance(node.ops[0], ast.Eq) else "__pcb_ne_none"
+            call = ast.Call(func=ast.Name(id=helper, ctx=ast.Load()), args=[operand], keywords=[])
+            return ast.copy_location(call, node)
         if len(node.ops) == 1:
             return self.generic_visit(node)
         if not _is_trivially_pure(node, self.t.surely_bound):
@@ -1086,6 +1095,16 @@ _READ_AS_ONE_ARRAY = (
     np.median, np.any, np.all, np.argmax, np.argmin, np.sort, np.cumsum, np.average,
     np.ptp, np.linalg.norm,
 )
+
+
+def _is_none_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _compares_with_none(node: ast.Compare) -> bool:
+    """``v == None``, ``None != v`` (one side the literal None, the other not)."""
+    sides = (node.left, node.comparators[0])
+    return isinstance(node.ops[0], (ast.Eq, ast.NotEq)) and sum(map(_is_none_constant, sides)) == 1
 
 
 def _free_locals(node: ast.AST, locals_: frozenset) -> list:

@@ -38,7 +38,8 @@ round_scalar round_ndigits round_int min_two max_with_number min_three min_of_ve
 max_of_vector float_of_int int_of_float bool_of_float float_of_string index_int
 index_slices index_matrix index_ellipsis index_none comparisons matmul unary
 helper_norm helper_size helper_len_shape helper_size_attribute helper_ndim
-counter_based_uniform more_methods""".split()  # noqa: SIM905
+counter_based_uniform more_methods equals_none_scalar equals_none_int
+equals_none_vector""".split()  # noqa: SIM905
 
 #: Python raises on one example: batched, the same construct raises (word in the message)
 RAISES = {

@@ -402,3 +402,19 @@ def helper_float(x):
 def gather_by_integer_arrays(v, m, k):
     """``k`` a per-example integer vector (2,): fancy indexing of per-example arrays."""
     return v[k], m[:, k], m[k % 2, 1], v[k[::-1]] * 2.0
+
+
+def equals_none_scalar(x):
+    # Python: False per example (NumPy's scalars), as a bool that adds as an int
+    if x == None:  # noqa: E711
+        return x + 1.0
+    return (x != None) + x  # noqa: E711
+
+
+def equals_none_int(n):
+    return (None == n) * 3 + (None != n) * n  # noqa: E711, SIM300 (None on the left)
+
+
+def equals_none_vector(v):
+    # NumPy compares an array with None elementwise: all False
+    return np.sum(v == None), v != None  # noqa: E711
