@@ -572,18 +572,17 @@ def does_not_contain(x, items):
     return weak.mark(np.logical_not(contains(x, items)))
 
 
-def equals_none(x):
+def equals_none(x, answer: bool = False):
     """``x == None``: no batched value is None, so False for a number (Python's bool, as
     NumPy's scalars give) and, for an array, NumPy's elementwise answer: all False. The
-    libraries' own ``==`` refuses None (JAX, TensorFlow)."""
+    libraries' own ``==`` refuses None (JAX, TensorFlow). ``answer=True``: ``x != None``."""
     shape = tuple(int(d) for d in np.shape(x))
-    return False if not shape else np.zeros(shape, bool)
+    return answer if not shape else np.full(shape, answer)
 
 
 def differs_from_none(x):
-    """``x != None``: the negation of `equals_none`."""
-    shape = tuple(int(d) for d in np.shape(x))
-    return True if not shape else np.ones(shape, bool)
+    """``x != None``."""
+    return equals_none(x, answer=True)
 
 
 NAMESPACE = {

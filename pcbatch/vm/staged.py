@@ -196,7 +196,7 @@ class _Block:
                 inputs = [map_pattern(lambda v: m.ops.fill_inactive(v, mask), x) for x in inputs]
             if op.is_copy:
                 outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
-            elif getattr(op.function, "wants_mask", False):  # a host callback
+            elif _calls_host(op):
                 outputs = function(*inputs, mask=mask)
             else:
                 outputs = function(*inputs)
@@ -298,9 +298,7 @@ class StagedMachine:
         # blocks that call the host (`pcbatch.host_callback`): a sweep enters them only
         # when some thread is at them
         self.calls_host = {
-            i for i, b in enumerate(program.graph.blocks)
-            if any(getattr(getattr(op, "function", None), "wants_mask", False)
-                   for op in b.instructions)
+            i for i, b in enumerate(program.graph.blocks) if any(map(_calls_host, b.instructions))
         }
         widths = compaction.buckets(getattr(ops, "compaction", None), batch_size)
         self.compaction = compact.Compaction(self, widths, _Block) if widths else None
@@ -547,10 +545,12 @@ class StagedMachine:
         every_block = self.max_steps is not None or self.tallied is None
         for index in range(first, self.halt):
             block = ops.scalar_int(index)
-            if self.counts_steps and (every_block or index in self.tallied):
+            counted_here = self.counts_steps and (every_block or index in self.tallied)
+            if counted_here or index in self.calls_host:
+                ran = ops.any(ops.equal(s["pc"]["top"], block))  # some thread is here
+            if counted_here:
                 # A step is a block that some thread ran, as under the other choices
                 # (so max_steps keeps its scale, and profiles their meaning).
-                ran = ops.any(ops.equal(s["pc"]["top"], block))
                 if self.profiling:
                     counted = self.tally(s, block)
                     s = dict(s, **{k: ops.where(ran, counted[k], s[k]) for k in PROFILE_COUNTS})
@@ -560,8 +560,7 @@ class StagedMachine:
                 # Only when some thread is there: a host callback is a transfer to the
                 # host and a Python call, dearer than the loop's predicate (a NUTS
                 # progress bar at every step).
-                entered = ops.as_index(ops.any(ops.equal(s["pc"]["top"], block)))
-                s = ops.switch(entered, [lambda s: s, self.blocks[index]], s)
+                s = ops.switch(ops.as_index(ran), [lambda s: s, self.blocks[index]], s)
             else:
                 s = self.blocks[index](s)
         return dict(s, block=chosen)
@@ -661,8 +660,10 @@ def execute(
     profiled = prof is not None
     labels_counted = profiling.labels_counted(prof) if profiled else None
     sharding = getattr(backend, "sharding", None) if count else None
-    key = (id(program), count, signature, max_stack_depth, max_steps, profiled, refill)
-    key += (labels_counted,)
+    key = (
+        id(program), count, signature, max_stack_depth, max_steps, profiled, labels_counted,
+        refill,
+    )
     key += () if sharding is None else sharding.key()
     cache = backend.compile_cache if cache is None else cache
     entry = cache.get(key)
@@ -921,6 +922,11 @@ def _traced(staged: StagedMachine, backend):
         return outputs, info
 
     return run
+
+
+def _calls_host(op) -> bool:
+    """Whether ``op`` is a `pcbatch.host_callback` (its function takes the block's mask)."""
+    return getattr(getattr(op, "function", None), "wants_mask", False)
 
 
 def _fault_rows(op, backend):
