@@ -1,7 +1,8 @@
 """The Python-source frontend: a decorated function's source in, structured IR out.
 
-fence (reject what cannot be batched) -> parse (stdlib ast, the user's line
-numbers) -> to_ir (expressions become primitives, control flow becomes blocks).
+parse (stdlib ast, the user's line numbers) -> desugar (every ``for`` into a loop
+over ``range``) -> fence (reject what cannot be batched) -> to_ir (expressions
+become primitives, control flow becomes blocks).
 """
 
 __all__ = ["Context", "truthy"]

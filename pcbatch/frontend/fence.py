@@ -3,7 +3,8 @@
 Every rejection is an `AutobatchSyntaxError` (a `SyntaxError`) at the
 offending node, saying what to write instead. What passes the fence is the
 supported subset: assignments (plain, tuple-unpacking, augmented, annotated),
-``if``/``elif``/``else``, ``while``, ``for ... in range(...)``, ``break``,
+``if``/``elif``/``else``, ``while``, ``for ... in range(...)`` (every other ``for``
+reaches the fence rewritten into one: `desugar`), ``break``,
 ``continue``, ``return`` anywhere, ``pass``, expression statements, and any
 expression, where calls to batched functions must name them directly.
 """
@@ -103,7 +104,7 @@ class _Fence(ast.NodeVisitor):
         self.batched_names = batched_names
         self.parameters = parameter_names(parsed.tree)
         self.item_assigned = _item_assigned(parsed.tree)
-        self.changed_in_place = self.item_assigned | _augmented_names(parsed.tree)
+        self.changed_in_place = changed_in_place(parsed.tree)
 
     def reject(self, node: ast.AST, message: str):
         raise self.parsed.syntax_error(node, message)
@@ -189,7 +190,7 @@ class _Fence(ast.NodeVisitor):
         shows through both names; a batch cannot share. Known only once types are:
         the frontend checks the value (`runtime.unshared`) and rejects an array."""
         targets = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
-        base = _shared_base(stmt.value)
+        base = shared_base(stmt.value)
         if base is None and targets:
             self.mark_helper_sharing(stmt, targets)
         if base is None or not targets or base in targets:
@@ -249,7 +250,7 @@ class _Fence(ast.NodeVisitor):
         if isinstance(node.func, ast.Name) and hasattr(builtins, root.id):
             return []
         arguments = [*node.args, *(k.value for k in node.keywords)]
-        names = [_shared_base(a) for a in arguments]
+        names = [shared_base(a) for a in arguments]
         return [n for n in dict.fromkeys(names) if n is not None and n in self.locals]
 
     def check_AnnAssign(self, stmt: ast.AnnAssign) -> None:
@@ -294,11 +295,11 @@ class _Fence(ast.NodeVisitor):
         if stmt.orelse:
             self.reject(stmt, "for ... else is not supported; use a flag variable")
         if not _is_range_call(stmt.iter, self.locals):
+            # `desugar.for_loops` rewrote every other loop into one over range(...)
             self.reject(
                 stmt.iter,
-                "a batched for loop must iterate over range(...) (not enumerate, zip or a "
-                "sequence): loop over the index, for i in range(n), and compute the rest "
-                "from i; write a while loop for anything else",
+                "this function binds the name 'range' itself, and pcbatch compiles a for "
+                "loop into one over Python's builtin range: rename that variable",
             )
         if not isinstance(stmt.target, ast.Name):
             self.reject(stmt.target, "the loop variable of a batched for must be a plain name")
@@ -611,7 +612,7 @@ _VIEWS = frozenset({"T", "real", "imag", "reshape", "ravel", "transpose", "squee
                     "swapaxes", "view", "diagonal"})
 
 
-def _shared_base(node: ast.expr) -> str | None:
+def shared_base(node: ast.expr) -> str | None:
     """The local whose array ``node``'s value may be (or be a view of): ``y``, ``y[1:]``,
     ``y.T``, ``y.reshape(...)``, ``np.asarray(y)``; None for anything else."""
     while True:
@@ -650,6 +651,11 @@ def _is_numpy_asarray(func: ast.expr) -> bool:
     return isinstance(func, ast.Attribute) and func.attr == "asarray" and (
         isinstance(func.value, ast.Name) and func.value.id in ("np", "numpy")
     )
+
+
+def changed_in_place(tree: ast.FunctionDef) -> frozenset:
+    """Names the function may change in place: item-assigned, or augmented (``y += 1``)."""
+    return _item_assigned(tree) | _augmented_names(tree)
 
 
 def _augmented_names(tree: ast.FunctionDef) -> frozenset:

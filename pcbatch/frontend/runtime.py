@@ -131,6 +131,15 @@ def select(condition, if_true, if_false):
     """
     from pcbatch.backends import weak
 
+    if isinstance(if_true, tuple) and isinstance(if_false, tuple):
+        # a tuple is no array: choose item by item, so each keeps its own dtype
+        if len(if_true) != len(if_false):
+            raise TypeError(
+                f"'x if c else y' chooses between tuples of {len(if_true)} and "
+                f"{len(if_false)} items; a batched variable holds one structure for every "
+                "example: give both sides the same number of items"
+            )
+        return tuple(select(condition, a, b) for a, b in zip(if_true, if_false))
     if not (_is_weak(if_true) and _is_weak(if_false)):
         return np.where(truthy(condition), if_true, if_false)
     if isinstance(condition, (bool, np.bool_, np.ndarray, np.generic)):  # one example

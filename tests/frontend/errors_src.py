@@ -74,9 +74,10 @@ def while_else(x):
     return x
 
 
-def for_over_list(x):
+def range_rebound(x):
+    range = 3  # noqa: A001 - shadowing the builtin is the point
     total = 0
-    for e in [1, 2, 3]:  # ERROR
+    for e in [1, 2, range]:  # ERROR
         total = total + e * x
     return total
 

@@ -35,7 +35,7 @@ SYNTAX_CASES = [
     ("item_alias", "would share it"),
     ("item_range", "integers and ':' only"),
     ("while_else", "while ... else"),
-    ("for_over_list", "range"),
+    ("range_rebound", "binds the name 'range' itself"),
     ("no_return_value", "return a value"),
     ("falls_off_end", "without returning"),
     ("varargs", "*args"),

@@ -3,6 +3,8 @@ is the oracle. Lines matter to the error tests (they look up their line by a mar
 
 from __future__ import annotations
 
+import numpy as np
+
 import pcbatch
 
 ctx = pcbatch.Context()
@@ -89,6 +91,161 @@ def step_in_a_branch(n, s):
         for i in range(n, 10, s):
             t += i
     return t
+
+
+# -- for over sequences (rewritten into range loops: pcbatch/frontend/desugar.py) -------
+COEFFICIENTS = [1, 2.5, -1.0]
+TABLE = np.array([1.0, 2.0, 4.0])
+
+
+@ctx.batch
+def over_items(v):
+    s = 0.0
+    for a in v:
+        s = s + a * a
+    return s
+
+
+@ctx.batch
+def over_rows(m):
+    s = 0.0
+    for row in m:
+        s = s + row[0] - row[1]
+    return s
+
+
+@ctx.batch
+def over_enumerate(v, k):
+    s = 0.0
+    for i, a in enumerate(v):
+        s = s + i * a
+    t = 0
+    for i, _ in enumerate(v, k):
+        t = t + i
+    return s, t
+
+
+@ctx.batch
+def over_zip(v, w):
+    s = 0.0
+    for a, b in zip(v, w):
+        s = s + a * b
+    for a, b in zip(v, w[:2]):  # the shorter decides
+        s = s + a - b
+    return s
+
+
+@ctx.batch
+def over_enumerate_of_zip(v, w):
+    s = 0.0
+    for i, (a, b) in enumerate(zip(v, w)):
+        s = s + i * a + b
+    return s
+
+
+@ctx.batch
+def over_reversed(v):
+    out = 0.0
+    for a in reversed(v):
+        out = out * 10 + a
+    return out
+
+
+@ctx.batch
+def over_a_tuple(x):
+    s = x
+    for c in (1, 2.5, x):  # each item its own type: Python's 1 and 2.5 are weak
+        s = s * c
+    return s
+
+
+@ctx.batch
+def over_a_global_list(x):
+    s = x
+    for c in COEFFICIENTS:
+        s = s + c
+    return s
+
+
+@ctx.batch
+def over_a_global_array(x):
+    s = x
+    for c in TABLE:  # NumPy's float64 items
+        s = s * c
+    return s
+
+
+@ctx.batch
+def over_items_with_break_and_continue(v):
+    n = 0
+    for a in v:
+        if a == 0:
+            continue
+        if a < 0:
+            break
+        n += 1
+    return n, a
+
+
+@ctx.batch
+def over_nested(m):
+    s = 0.0
+    for row in m:
+        for a in row:
+            s = s + a
+    return s
+
+
+@ctx.batch
+def over_a_rebound_sequence(v):
+    s = 0.0
+    for a in v:  # the loop keeps the array it started on
+        v = v * 2
+        s = s + a
+    return s + v[0]
+
+
+@ctx.batch
+def over_an_array_changed_in_place(v):
+    u = np.array(v)
+    s = 0.0
+    for a in u:  # NumPy's iterator reads the live array
+        u[len(u) - 1] = 100.0
+        s = s + a
+    return s
+
+
+@ctx.batch
+def over_a_tuple_evaluated_first(x):
+    s = 0.0
+    for c in (x, x + 1):  # the tuple is built before the body rebinds x
+        x = x * 10
+        s = s + c
+    return s, x
+
+
+@ctx.batch
+def over_pairs(x):
+    s = 0.0
+    for a, b in ((1, 2.0), (x, 3)):
+        s = s + a * b
+    return s
+
+
+@ctx.batch
+def choosing_between_tuples(n):
+    a = (n, 1)
+    b = (2.0, n)
+    t = a if n > 1 else b  # item by item: t[1] is an int for every example
+    return t[1]
+
+
+@ctx.batch
+def enumerate_counts_in_python_ints(v):
+    acc = v[0]
+    for i, a in enumerate(v):  # uint8 + Python int stays uint8 and wraps
+        acc = acc + i + a
+    return acc
 
 
 # -- short-circuits -------------------------------------------------------------------
@@ -250,3 +407,45 @@ def literal_negative_zero_step(n):
     for i in range(n, 0, -0):  # ERROR
         t += i
     return t
+
+
+def over_a_number(x):
+    s = 0.0
+    for a in x:  # ERROR
+        s = s + a
+    return s
+
+
+def zip_strict(v, w):
+    s = 0.0
+    for a, b in zip(v, w, strict=True):  # ERROR
+        s = s + a * b
+    return s
+
+
+def over_a_rebound_array_changed_in_place(v):
+    v = np.array(v)
+    s = 0.0
+    for a in v:  # ERROR
+        v[0] = 1.0
+        v = v * 2
+        s = s + a
+    return s
+
+
+def over_a_view_of_an_array_changed_in_place(v):
+    u = np.array(v)
+    s = 0.0
+    for a in u[1:]:  # ERROR
+        u[2] = 1.0
+        s = s + a
+    return s
+
+
+def for_else_over_items(v):
+    s = 0.0
+    for a in v:  # ERROR
+        s = s + a
+    else:
+        s = -s
+    return s

@@ -44,6 +44,9 @@ def _check(fn, backend_name, *args):
         backends.assert_close(np.asarray(got), want, backend_name)
 
 
+_V = [[1.0, 2.0, -3.0], [4.0, 5.0, 6.0], [-1.0, 0.0, 2.0]]
+_W = [[1.0, 1.0, 1.0], [0.0, 2.0, 0.0], [3.0, 3.0, 3.0]]
+
 CASES = [
     # for / range
     ("rebind_stop", [0, 4, 7]),
@@ -54,6 +57,24 @@ CASES = [
     ("counting_down", [5, -3, 10], [1, 2, 3]),
     ("dynamic_step", [1, 2, 11], [3, 4, 1]),
     ("for_with_break_and_continue", [0, 5, 9, 20], [1, 2, 1, 3]),
+    # for over sequences
+    ("over_items", _V),
+    ("over_rows", np.arange(18.0).reshape(3, 3, 2)),
+    ("over_enumerate", _V, [0, 5, -2]),
+    ("over_zip", _V, _W),
+    ("over_enumerate_of_zip", _V, _W),
+    ("over_reversed", _V),
+    ("over_a_tuple", np.array([1.0, 2.0, 3.0], np.float32)),
+    ("over_a_global_list", np.array([1.0, 2.0, 3.0], np.float32)),
+    ("over_a_global_array", np.array([1.0, 2.0, 3.0], np.float32)),
+    ("over_items_with_break_and_continue", [[1, 0, -3], [4, 5, 6], [-1, 0, 2]]),
+    ("over_nested", np.arange(18.0).reshape(3, 3, 2)),
+    ("over_a_rebound_sequence", _V),
+    ("over_an_array_changed_in_place", _V),
+    ("over_a_tuple_evaluated_first", [1.0, -2.0, 3.5]),
+    ("over_pairs", [1.0, 5.0, 3.0]),
+    ("choosing_between_tuples", [1, 2, 3]),
+    ("enumerate_counts_in_python_ints", np.array([[250, 1, 2], [3, 4, 5], [255] * 3], np.uint8)),
     # short-circuits
     ("power_and", [-3, 0, 2, 3]),
     ("power_or", [-3, 0, 2, 3]),
@@ -135,3 +156,31 @@ def test_a_chained_comparison_calls_its_middle_operand_once():
     got = src.chain_with_a_plain_call_in_the_middle(np.array([-2, 0, 5]))
     np.testing.assert_array_equal(got, [False, True, False])
     assert src.draw.calls == 1
+
+
+@pytest.mark.parametrize(("name", "error", "message"), [
+    ("zip_strict", pcbatch.AutobatchSyntaxError, "zip\\(strict=True\\) is not supported"),
+    ("over_a_rebound_array_changed_in_place", pcbatch.AutobatchSyntaxError,
+     "'v', which is rebound inside the loop.*np.array\\(v\\)"),
+    ("over_a_view_of_an_array_changed_in_place", pcbatch.AutobatchSyntaxError,
+     "'u\\[1:\\]', which is a view of it.*np.array\\(u\\[1:\\]\\)"),
+    ("for_else_over_items", pcbatch.AutobatchSyntaxError, "for ... else is not supported"),
+])
+def test_a_for_over_items_that_python_would_run_otherwise_is_rejected_at_its_line(
+    name, error, message
+):
+    fn = pcbatch.Context().batch(getattr(src, name))
+    arity = len(inspect.signature(fn.python_function).parameters)
+    with pytest.raises(error, match=message) as info:
+        fn(*[np.ones((2, 3))] * arity)
+    assert info.value.filename == src.__file__
+    assert info.value.lineno == _marked_line(getattr(src, name), "# ERROR")
+
+
+@backends.backend_param
+def test_a_for_over_a_number_raises_pythons_type_error_at_its_line(backend_name):
+    fn = pcbatch.Context().batch(src.over_a_number)
+    with pytest.raises(TypeError, match="not iterable") as info:
+        fn(np.array([1.0, 2.0]), backend=backends.backend(backend_name))
+    line = _marked_line(src.over_a_number, "# ERROR")
+    assert f"{src.__file__}:{line} in over_a_number" in str(info.value)
