@@ -173,6 +173,24 @@ class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
     def __getattr__(self, name: str):
         return ndarray_method(self, name)
 
+    # -- comparisons with None ------------------------------------------------------
+    # No example's value is None: NumPy answers False for a scalar (a Python bool) and
+    # elementwise for an array, where JAX's and TensorFlow's ``==`` refuse None.
+    def __eq__(self, other):
+        if other is None:
+            return self._compared_with_none(False)
+        return np.lib.mixins.NDArrayOperatorsMixin.__eq__(self, other)
+
+    def __ne__(self, other):
+        if other is None:
+            return self._compared_with_none(True)
+        return np.lib.mixins.NDArrayOperatorsMixin.__ne__(self, other)
+
+    __hash__ = None  # as an ndarray's: unhashable
+
+    def _compared_with_none(self, answer: bool):
+        return answer if not self.shape else np.full(self.shape, answer)
+
     # -- in-place operators ---------------------------------------------------------
     # Per example, a scalar (``v[i]``, ``x * 2``, an argument) is a NumPy scalar, which
     # ``+=`` rebinds (NumPy's scalars do not change): ``out = 0.0; out += v[i] * k`` in a

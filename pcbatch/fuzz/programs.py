@@ -12,7 +12,9 @@ arithmetic is exact (halving, adding quarters, min/max/abs), so a batched run
 must equal the per-example run bit for bit, whatever order it computes in.
 
 Covered: nested if/elif/else, while and for-range loops (with bound and step
-variables rebound in the body, and the loop variable read after the loop), break,
+variables rebound in the body, and the loop variable read after the loop), for loops
+over items (``np.array(v)``, the buffer ``u`` while the body assigns its items, a tuple
+of int expressions, ``enumerate``, ``zip``, ``reversed``), break,
 continue, early return, short-circuit ``and``/``or``/``not`` (as conditions and as
 int values), conditional expressions, chained comparisons, guarded operations that
 raise or warn where the guard fails (``a // n if n != 0 else a``, ``0 <= n < 5 and
@@ -339,7 +341,11 @@ class _Function:
         var = f"i{self.loops}"
         stop = f"np.clip({self.int_expr(scope, 1)}, 0, {MAX_TRIPS})"
         start = self.pick(["", "0, ", "-1, ", f"np.clip({self.int_expr(scope, 0)}, -1, 1), "])
-        if not self.c.integer(0, 1):
+        form = self.c.integer(0, 2 if self.vector else 1)
+        if form == 2:
+            self.for_items(depth, scope, var)
+            return
+        if form == 0:
             self.emit(depth, f"for {var} in range({start}{stop}):")
             self.block(depth + 1, (*scope, var), True, self.c.integer(1, 3))
             return
@@ -357,6 +363,26 @@ class _Function:
         if self.c.integer(0, 1):
             self.emit(depth + 1, f"{var} = {var} * 2")
         self.emit(depth, f"b = b + {var}")
+
+    def for_items(self, depth: int, scope: tuple, var: str) -> None:
+        """A loop over items: of a copy of ``v`` (bound once), of the float buffer ``u``
+        (iterated live: the body may assign its items), of a tuple built before the first
+        trip, through ``enumerate``, ``zip`` and ``reversed``; ``var`` is an int."""
+        item = f"e{self.loops}"
+        form = self.c.integer(0, 3)
+        if form == 0:
+            self.emit(depth, f"for {var} in np.array(v):")
+        elif form == 1:
+            self.emit(depth, f"for {var}, {item} in enumerate(u):")
+        elif form == 2:
+            self.emit(depth, f"for {var}, {item} in zip(reversed(np.array(v)), u):")
+        else:
+            parts = f"{self.int_expr(scope, 1)}, {self.int_expr(scope, 0)}, {self.c.integer(-2, 3)}"
+            self.emit(depth, f"for {var} in ({parts}):")
+        if form in (1, 2):
+            self.emit(depth + 1, f"y = y + {item}")
+        self.block(depth + 1, (*scope, var), True, self.c.integer(1, 3))
+        self.emit(depth, f"b = b + {var}")  # the last item: every sequence here has one
 
     def stmt_call(self, depth, scope, loop) -> None:
         self.calls_left -= 1

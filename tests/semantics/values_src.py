@@ -418,3 +418,15 @@ def equals_none_int(n):
 def equals_none_vector(v):
     # NumPy compares an array with None elementwise: all False
     return np.sum(v == None), v != None  # noqa: E711
+
+
+def _kept_unless_none(a):  # a plain helper: runs on the library's per-example values
+    return (a != None) * a  # noqa: E711
+
+
+def _plus_is_none(a):
+    return (None == a) + a  # noqa: E711, SIM300 (None on the left)
+
+
+def equals_none_in_helpers(x, n, v):
+    return _kept_unless_none(x) + 1.0, _plus_is_none(n) * 2, np.sum(_kept_unless_none(v))
