@@ -17,7 +17,7 @@ import numpy as np
 
 from pcbatch.mcmc import gradients, special
 
-__all__ = ["ess", "rhat", "effective_sample_size", "potential_scale_reduction"]
+__all__ = ["bfmi", "ess", "rhat", "effective_sample_size", "potential_scale_reduction"]
 
 
 def _float64_on_host(samples) -> np.ndarray:
@@ -68,6 +68,19 @@ def potential_scale_reduction(samples: np.ndarray) -> np.ndarray:
     return np.sqrt(var_plus / within)
 
 
+def bfmi(energy) -> np.ndarray:
+    """E-BFMI of each chain, from the energy at each draw (``[num_samples, num_chains]``):
+    the mean squared change of the energy from one draw to the next over its variance
+    (Betancourt 2016; ArviZ's ``az.bfmi``). Below about 0.3, momentum resampling explores
+    the energy distribution poorly (a heavy tail, a funnel). NaN for fewer than 2 draws."""
+    e = _float64_on_host(energy)
+    if e.ndim != 2:
+        raise ValueError(f"energy must be [num_samples, num_chains]; got shape {e.shape}")
+    if e.shape[0] < 2:
+        return np.full(e.shape[1], np.nan)
+    return np.mean(np.diff(e, axis=0) ** 2, axis=0) / np.var(e, axis=0, ddof=1)
+
+
 # -- rank-normalized diagnostics (Vehtari, Gelman, Simpson, Carpenter & Buerkner 2021) ----
 
 #: ``implementation=`` of `ess` and `rhat`
@@ -83,13 +96,14 @@ def ess(samples, method: str = "bulk", implementation: str = "auto") -> np.ndarr
     chains' indicators of lying at or below the 5% and the 95% quantiles. NaN where a
     component has a NaN draw or fewer than 4 draws per chain.
 
-    ``implementation``: "arviz" (ArviZ 0.x computes it), "numpy" (pcbatch's own code,
-    equal to ArviZ's to 1e-8) or "auto" (ArviZ 0.x where it is installed, else NumPy).
+    ``implementation``: "arviz" (ArviZ computes it: 0.x's ``az.ess``, or 1.x's array
+    interface), "numpy" (pcbatch's own code, equal to ArviZ's to 1e-8) or "auto" (ArviZ
+    where it is installed, else NumPy).
     """
     if method not in ("bulk", "tail"):
         raise ValueError(f"ess(): method is 'bulk' or 'tail', got {method!r}")
     if _use_arviz(implementation):
-        return _with_arviz(samples, lambda az, x: az.ess(x, method=method))
+        return _with_arviz(samples, "ess", method=method)
     one = _ess_bulk if method == "bulk" else _ess_tail
     return _per_component(samples, one)
 
@@ -103,7 +117,7 @@ def rhat(samples, implementation: str = "auto") -> np.ndarray:
     fewer than 2 chains or fewer than 4 draws; ``implementation`` as for `ess`.
     """
     if _use_arviz(implementation):
-        return _with_arviz(samples, lambda az, x: az.rhat(x, method="rank"))
+        return _with_arviz(samples, "rhat", method="rank")
     return _per_component(samples, _rhat_rank)
 
 
@@ -118,16 +132,9 @@ def _use_arviz(implementation: str) -> bool:
     from pcbatch.mcmc import arviz_data
 
     if implementation == "arviz":
-        arviz = arviz_data.import_arviz("implementation='arviz'")
-        if arviz_data.major_version(arviz) >= 1:
-            raise ImportError(
-                f"implementation='arviz' runs ArviZ 0.x; ArviZ {arviz.__version__} is "
-                "installed (implementation='numpy' computes ArviZ 0.x's definitions)"
-            )
+        arviz_data.import_arviz("implementation='arviz'")
         return True
-    if importlib.util.find_spec("arviz") is None:
-        return False
-    return arviz_data.major_version(arviz_data.import_arviz()) == 0
+    return importlib.util.find_spec("arviz") is not None
 
 
 def _chains_draws_components(samples) -> tuple:
@@ -149,12 +156,24 @@ def _per_component(samples, one) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(event_shape)
 
 
-def _with_arviz(samples, statistic) -> np.ndarray:
+def _with_arviz(samples, name: str, method: str) -> np.ndarray:
+    """ArviZ's ``ess`` or ``rhat`` of each component: ArviZ 0.x's function of a
+    ``[chains, draws]`` array, or ArviZ 1.x's array interface (``arviz_stats``), whose
+    tail ESS takes its quantile (0.x's is fixed at 5% and 95%)."""
     from pcbatch.mcmc import arviz_data
 
     arviz = arviz_data.import_arviz()
     x, event_shape = _chains_draws_components(samples)
-    values = [float(statistic(arviz, x[:, :, k])) for k in range(x.shape[2])]
+    if arviz_data.major_version(arviz) == 0:
+        statistic = getattr(arviz, name)
+        values = [float(statistic(x[:, :, k], method=method)) for k in range(x.shape[2])]
+        return np.asarray(values, dtype=np.float64).reshape(event_shape)
+    from arviz_stats.base import array_stats
+
+    options = {"prob": 0.05} if method == "tail" else {}
+    values = getattr(array_stats, name)(
+        np.moveaxis(x, 2, 0), chain_axis=1, draw_axis=2, method=method, **options
+    )
     return np.asarray(values, dtype=np.float64).reshape(event_shape)
 
 

@@ -212,6 +212,10 @@ class NutsResult(Draws):
             raise ValueError(f"rhat(): method is 'rank' or 'classic', got {method!r}")
         return self._per_leaf(functools.partial(diagnostics.rhat, implementation=implementation))
 
+    def bfmi(self) -> np.ndarray[Any, Any]:
+        """E-BFMI of each chain (`diagnostics.bfmi` of ``energy``); ArviZ's ``az.bfmi``."""
+        return diagnostics.bfmi(self.energy)
+
     def to_arviz(
         self, *, coords: dict[str, Any] | None = None, dims: dict[str, Any] | None = None
     ) -> Any:

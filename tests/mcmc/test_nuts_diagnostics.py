@@ -177,7 +177,11 @@ def test_to_arviz_makes_what_arviz_expects():
         np.round(np.concatenate([[result.ess()["mu"]], result.ess()["theta"]])),
         atol=1.0,
     )
-    np.testing.assert_allclose(arviz.bfmi(data), _bfmi(result.energy))
+    bfmi = arviz.bfmi(data)
+    if arviz_data.major_version(arviz) >= 1:  # a DataTree of the energy's E-BFMI
+        bfmi = bfmi["energy"].values
+    np.testing.assert_allclose(bfmi, _bfmi(result.energy))
+    np.testing.assert_allclose(result.bfmi(), bfmi, rtol=1e-12)
     axes = arviz.plot_energy(data)
     assert axes is not None
     matplotlib.pyplot.close("all")
@@ -226,9 +230,7 @@ def _statistics(x, implementation):
 
 
 def test_the_numpy_diagnostics_agree_with_arviz():
-    az = pytest.importorskip("arviz")
-    if arviz_data.major_version(az) >= 1:
-        pytest.skip("implementation='arviz' runs ArviZ 0.x's functions; 1.x is not wired")
+    pytest.importorskip("arviz")  # 0.x's functions, or 1.x's array interface
     logging.disable(logging.WARNING)  # ArviZ logs each NaN and short array
     try:
         with warnings.catch_warnings():
@@ -291,3 +293,13 @@ def test_the_normal_quantile_is_exact_to_double_precision():
     reference = np.array([statistics.NormalDist().inv_cdf(float(v)) for v in p])
     np.testing.assert_allclose(special.normal_quantile(p), reference, rtol=1e-12, atol=1e-14)
 
+
+
+def test_bfmi_is_the_mean_squared_energy_step_over_its_variance_per_chain():
+    energy = np.array([[1.0, 5.0], [3.0, 5.0], [2.0, 6.0], [4.0, 4.0]])
+    steps = np.array([[4.0, 1.0, 4.0], [0.0, 1.0, 4.0]]).mean(axis=1)
+    variances = np.array([np.var([1, 3, 2, 4], ddof=1), np.var([5, 5, 6, 4], ddof=1)])
+    np.testing.assert_allclose(diagnostics.bfmi(energy), steps / variances, rtol=1e-15)
+    assert np.isnan(diagnostics.bfmi(energy[:1])).all()
+    with pytest.raises(ValueError, match="num_samples, num_chains"):
+        diagnostics.bfmi(energy[:, 0])
