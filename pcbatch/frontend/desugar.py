@@ -85,6 +85,9 @@ class _Rewriter(ast.NodeTransformer):
         counter = f"__for{tag}_index"
         source = self.source(stmt.iter, stmt, tag)
         item = source.item(ast.Name(counter, ast.Load()))
+        # what messages and profiles call them (`to_ir._label`)
+        item._pcbatch_text = f"the next item of {ast.unparse(stmt.iter)}"
+        source.length._pcbatch_text = f"the length of {ast.unparse(stmt.iter)}"
         body = [ast.Assign(targets=[stmt.target], value=item), *stmt.body]
         loop = ast.For(
             target=ast.Name(counter, ast.Store()),

@@ -108,7 +108,9 @@ def _is_trivially_pure(node: ast.AST, bound: Callable[[str], bool]) -> bool:
 
 
 def _label(node: ast.AST) -> str:
-    text = ast.unparse(node)
+    """A primitive's name in messages and profiles: the user's expression as written
+    (before `_Hoister` rewrites it), or what `desugar` says a node it made stands for."""
+    text = getattr(node, "_pcbatch_text", None) or ast.unparse(node)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -575,7 +577,7 @@ class Translator:
             if _is_chain(node) and not pure:
                 return self.chain(node, out)
             residual = _Hoister(self).visit(copy.deepcopy(node))
-            return self.primitive(residual, out)
+            return self.primitive(residual, out, label=_label(node))
 
     def out(self, out: Any) -> Any:
         return self.fresh() if out is None else out
@@ -590,7 +592,7 @@ class Translator:
             runtime.truthy, variable, out=self.fresh(), name="truthy", per_example=True
         )
 
-    def primitive(self, residual: ast.expr, out: Any) -> Any:
+    def primitive(self, residual: ast.expr, out: Any, label: str | None = None) -> Any:
         params = _free_locals(residual, self.locals)
         lam = ast.Lambda(
             args=ast.arguments(
@@ -615,7 +617,8 @@ class Translator:
             # vectorize may skip its per-example wrappers (`batched_array.vectorize`).
             function.batch_rule = function
         return self.fb.prim(
-            function, *params, out=self.out(out), name=_label(residual), per_example=True
+            function, *params, out=self.out(out), name=label or _label(residual),
+            per_example=True,
         )
 
     def call(self, node: ast.Call, out: Any) -> Any:
