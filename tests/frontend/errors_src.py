@@ -186,3 +186,7 @@ def for_else(x):
     else:
         x = 5
     return x
+
+
+def rewritten_expression_fails(x):
+    return (1 if x > 0 else 2) + len(x)  # ERROR

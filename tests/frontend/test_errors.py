@@ -143,3 +143,15 @@ def test_each_new_context_warns_about_its_slow_helper_again():
 def test_lambda_cannot_be_batched():
     with pytest.raises(ValueError, match="def"):
         pcbatch.Context().batch_uncurried(lambda x: x)
+
+
+def test_a_failing_expression_is_named_as_written_not_as_rewritten():
+    # the conditional runs as a helper call (__pcb_select) inside the compiled line
+    fn = _batched(errors_src.rewritten_expression_fails)
+    with pytest.raises(TypeError) as info:
+        fn(np.array([1.0, -2.0]))
+    message = str(info.value)
+    assert "primitive '(1 if x > 0 else 2) + len(x)'" in message, message
+    assert "__pcb" not in message
+    line = _error_lines(errors_src.rewritten_expression_fails)[0]
+    assert f"{errors_src.__file__}:{line}" in message

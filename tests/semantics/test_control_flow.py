@@ -184,3 +184,4 @@ def test_a_for_over_a_number_raises_pythons_type_error_at_its_line(backend_name)
         fn(np.array([1.0, 2.0]), backend=backends.backend(backend_name))
     line = _marked_line(src.over_a_number, "# ERROR")
     assert f"{src.__file__}:{line} in over_a_number" in str(info.value)
+    assert "the length of x" in str(info.value)  # not the rewritten loop's hidden names
