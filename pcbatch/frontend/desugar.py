@@ -193,7 +193,7 @@ class _Rewriter(ast.NodeTransformer):
         return _Source(
             before,
             ast.Call(ast.Name("len", ast.Load()), [ast.Name(name, ast.Load())], []),
-            lambda k: ast.Subscript(ast.Name(name, ast.Load()), k, ast.Load()),
+            lambda k: _item_of(name, k),
         )
 
     def no_view_of_a_changed_array(self, node: ast.expr) -> None:
@@ -263,6 +263,11 @@ def _chosen(values: list, k: ast.expr) -> ast.expr:
         test = ast.Compare(copy.deepcopy(k), [ast.Eq()], [ast.Constant(i)])
         chosen = ast.IfExp(test, copy.deepcopy(values[i]), chosen)
     return chosen
+
+
+def _item_of(name: str, k: ast.expr) -> ast.expr:
+    """``name[k]``, through `runtime.item` (a tuple's items are chosen, not indexed)."""
+    return ast.Call(ast.Name("__pcb_item", ast.Load()), [ast.Name(name, ast.Load()), k], [])
 
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:

@@ -626,7 +626,9 @@ def shared_base(node: ast.expr) -> str | None:
             node.func.attr in _VIEWS
         ):
             node = node.func.value
-        elif isinstance(node, ast.Call) and _is_numpy_asarray(node.func) and node.args:
+        elif isinstance(node, ast.Call) and node.args and (
+            _is_numpy_asarray(node.func) or _is_loop_item(node.func)
+        ):
             node = node.args[0]
         else:
             return None
@@ -645,6 +647,11 @@ def _names_read_outside(tree: ast.FunctionDef, stmt: ast.stmt) -> frozenset:
         n.id for n in ast.walk(tree)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in inside
     )
+
+
+def _is_loop_item(func: ast.expr) -> bool:
+    """A for loop's item (`desugar`): a view of its sequence, as ``v[k]`` is."""
+    return isinstance(func, ast.Name) and func.id == "__pcb_item"
 
 
 def _is_numpy_asarray(func: ast.expr) -> bool:

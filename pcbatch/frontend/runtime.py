@@ -555,6 +555,22 @@ def lift(value, *index_parts):
     return value
 
 
+def item(sequence, k):
+    """``sequence[k]`` for a ``for`` loop's counter ``k`` (always in range: `desugar`): an
+    array's item, or a tuple's chosen item by item (`select`), so that each keeps its
+    type; JAX and TensorFlow cannot index a tuple by a per-example number."""
+    if not isinstance(sequence, tuple):
+        shape = tuple(int(d) for d in np.shape(sequence))
+        if shape and shape[0] == 0:  # the loop runs no trip: only the item's type counts
+            dtype = sequence.dtype
+            return np.zeros(shape[1:], dtype=np.dtype(getattr(dtype, "as_numpy_dtype", dtype)))
+        return lift(sequence, k)[k]
+    chosen = sequence[-1]
+    for i in reversed(range(len(sequence) - 1)):
+        chosen = select(k == i, sequence[i], chosen)
+    return chosen
+
+
 NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray", np.full: "__pcb_full",
                **{f: f"__pcb_math_{f.__name__}" for f in MATH_FORMS}}
 
@@ -599,6 +615,7 @@ NAMESPACE = {
     "__pcb_ne_none": differs_from_none,
     "__pcb_full": full,
     "__pcb_lift": lift,
+    "__pcb_item": item,
     "__pcb_in": contains,
     "__pcb_not_in": does_not_contain,
     "__pcb_float": to_float,

@@ -225,6 +225,25 @@ def over_a_tuple_evaluated_first(x):
 
 
 @ctx.batch
+def over_a_tuple_variable(x, n):
+    pair = (x, n)  # a float and an int: each item keeps its type
+    s = 0.0
+    k = 0
+    for a in pair:
+        s = s + a
+        k = k + a // 2
+    return s, k
+
+
+@ctx.batch
+def over_no_items(v):
+    b = -1.0
+    for a in v[:0]:  # no trip: b stays, a stays unbound
+        b = a
+    return b
+
+
+@ctx.batch
 def over_pairs(x):
     s = 0.0
     for a, b in ((1, 2.0), (x, 3)):

@@ -73,6 +73,8 @@ CASES = [
     ("over_an_array_changed_in_place", _V),
     ("over_a_tuple_evaluated_first", [1.0, -2.0, 3.5]),
     ("over_pairs", [1.0, 5.0, 3.0]),
+    ("over_a_tuple_variable", [1.5, -2.0, 3.0], [3, 4, -5]),
+    ("over_no_items", _V),
     ("choosing_between_tuples", [1, 2, 3]),
     ("enumerate_counts_in_python_ints", np.array([[250, 1, 2], [3, 4, 5], [255] * 3], np.uint8)),
     # short-circuits
