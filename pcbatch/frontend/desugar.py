@@ -22,7 +22,6 @@ items, so each keeps its own type (``1`` stays a Python int beside ``2.5``).
 from __future__ import annotations
 
 import ast
-import builtins
 import copy
 import dataclasses
 
@@ -88,7 +87,9 @@ class _Rewriter(ast.NodeTransformer):
         # what messages and profiles call them (`to_ir._label`)
         item._pcbatch_text = f"the next item of {ast.unparse(stmt.iter)}"
         source.length._pcbatch_text = f"the length of {ast.unparse(stmt.iter)}"
-        body = [ast.Assign(targets=[stmt.target], value=item), *stmt.body]
+        bind = ast.Assign(targets=[stmt.target], value=item)
+        bind._pcbatch_loop = ast.unparse(stmt.iter)  # what the fence's messages name
+        body = [bind, *stmt.body]
         loop = ast.For(
             target=ast.Name(counter, ast.Store()),
             iter=ast.Call(ast.Name("range", ast.Load()), [source.length], []),
@@ -221,9 +222,7 @@ class _Rewriter(ast.NodeTransformer):
                 return None
             return list(node.elts)
         if isinstance(node, ast.Name) and node.id not in self.locals:
-            value = self.parsed.closure.get(
-                node.id, self.parsed.globals.get(node.id, getattr(builtins, node.id, None))
-            )
+            value = self.parsed.closure.get(node.id, self.parsed.globals.get(node.id))
             if isinstance(value, (tuple, list)):
                 items = [
                     ast.Subscript(ast.Name(node.id, ast.Load()), ast.Constant(i), ast.Load())

@@ -196,7 +196,17 @@ class _Fence(ast.NodeVisitor):
         if base is None or not targets or base in targets:
             return  # ``v = v[::-1]``: the old array has no other name
         changed = [n for n in (base, *targets) if n in self.changed_in_place]
-        if changed and base in self.locals:
+        sequence = getattr(stmt, "_pcbatch_loop", None)  # a for loop's item (`desugar`)
+        if changed and base in self.locals and sequence is not None:
+            target = targets[0]
+            stmt._pcbatch_shares = (
+                f"'for {target} in {sequence}' makes {target!r} a view of an item of "
+                f"{sequence!r} (when the item is an array), and {changed[0]!r} is changed in "
+                f"place in this function ('{changed[0]}[i] = ...' or '{changed[0]} += ...'), "
+                f"which Python would show through both; loop over an index and copy the "
+                f"item: for i in range(len({sequence})): {target} = np.array({sequence}[i])"
+            )
+        elif changed and base in self.locals:
             text = ast.unparse(stmt)
             stmt._pcbatch_shares = (
                 f"'{text}' makes {targets[0]!r} share the array of {base!r}, and "

@@ -468,3 +468,11 @@ def for_else_over_items(v):
     else:
         s = -s
     return s
+
+
+def a_row_changed_in_place(m):
+    s = 0.0
+    for row in m:  # ERROR
+        row[0] = 0.0
+        s = s + np.sum(row)
+    return s

@@ -167,6 +167,8 @@ def test_a_chained_comparison_calls_its_middle_operand_once():
     ("over_a_view_of_an_array_changed_in_place", pcbatch.AutobatchSyntaxError,
      "'u\\[1:\\]', which is a view of it.*np.array\\(u\\[1:\\]\\)"),
     ("for_else_over_items", pcbatch.AutobatchSyntaxError, "for ... else is not supported"),
+    ("a_row_changed_in_place", pcbatch.TypeInferenceError,
+     "'for row in m' makes 'row' a view of an item of 'm'.*row = np.array\\(m\\[i\\]\\)"),
 ])
 def test_a_for_over_items_that_python_would_run_otherwise_is_rejected_at_its_line(
     name, error, message
@@ -174,9 +176,12 @@ def test_a_for_over_items_that_python_would_run_otherwise_is_rejected_at_its_lin
     fn = pcbatch.Context().batch(getattr(src, name))
     arity = len(inspect.signature(fn.python_function).parameters)
     with pytest.raises(error, match=message) as info:
-        fn(*[np.ones((2, 3))] * arity)
-    assert info.value.filename == src.__file__
-    assert info.value.lineno == _marked_line(getattr(src, name), "# ERROR")
+        fn(*[np.ones((2, 3, 2))] * arity)
+    line = _marked_line(getattr(src, name), "# ERROR")
+    if isinstance(info.value, SyntaxError):
+        assert (info.value.filename, info.value.lineno) == (src.__file__, line)
+    else:  # found once types are known, at the loop's line
+        assert f"{src.__file__}:{line} in {name}" in str(info.value)
 
 
 @backends.backend_param
