@@ -131,13 +131,14 @@ def select(condition, if_true, if_false):
     """
     from pcbatch.backends import weak
 
-    if isinstance(if_true, tuple) and isinstance(if_false, tuple):
+    if isinstance(if_true, tuple) or isinstance(if_false, tuple):
         # a tuple is no array: choose item by item, so each keeps its own dtype
-        if len(if_true) != len(if_false):
+        sizes = [len(side) if isinstance(side, tuple) else None for side in (if_true, if_false)]
+        if sizes[0] != sizes[1]:
+            what = [f"a tuple of {n} items" if n is not None else "a non-tuple" for n in sizes]
             raise TypeError(
-                f"'x if c else y' chooses between tuples of {len(if_true)} and "
-                f"{len(if_false)} items; a batched variable holds one structure for every "
-                "example: give both sides the same number of items"
+                f"'x if c else y' chooses between {what[0]} and {what[1]}; a batched value "
+                "has one structure for every example: give both sides the same structure"
             )
         return tuple(select(condition, a, b) for a, b in zip(if_true, if_false))
     if not (_is_weak(if_true) and _is_weak(if_false)):
