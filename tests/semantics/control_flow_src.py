@@ -476,3 +476,10 @@ def a_row_changed_in_place(m):
         row[0] = 0.0
         s = s + np.sum(row)
     return s
+
+
+def choosing_a_tuple_or_a_number(n):
+    a = (n, 1)
+    b = n
+    t = a if n > 1 else b  # ERROR
+    return t

@@ -167,6 +167,8 @@ def test_a_chained_comparison_calls_its_middle_operand_once():
     ("over_a_view_of_an_array_changed_in_place", pcbatch.AutobatchSyntaxError,
      "'u\\[1:\\]', which is a view of it.*np.array\\(u\\[1:\\]\\)"),
     ("for_else_over_items", pcbatch.AutobatchSyntaxError, "for ... else is not supported"),
+    ("choosing_a_tuple_or_a_number", pcbatch.TypeInferenceError,
+     "chooses between a tuple of 2 items and a non-tuple"),
     ("a_row_changed_in_place", pcbatch.TypeInferenceError,
      "'for row in m' makes 'row' a view of an item of 'm'.*row = np.array\\(m\\[i\\]\\)"),
 ])
