@@ -103,6 +103,13 @@ def pytest_collection_modifyitems(config, items):
                   is not None)
 
 
+def pytest_collection_finish(session):
+    # What exists now (the libraries, the test modules and their parameters) lives for
+    # the whole session: frozen, later full collections skip its 600,000 objects
+    # (0.23 s each here).
+    gc.freeze()
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _release_compiled_programs():
     """After each test module: the shared backends forget the programs compiled for it.
