@@ -119,15 +119,13 @@ class _Rewriter(ast.NodeTransformer):
         return self.sequence(node, stmt, tag)
 
     def enumerated(self, node: ast.Call, stmt: ast.For, tag: str) -> _Source:
-        start: ast.expr = ast.Constant(0)
-        if len(node.args) == 2:
-            start = node.args[1]
         keywords = {k.arg: k.value for k in node.keywords}
-        if "start" in keywords:
-            start = keywords.pop("start")
-        if not 1 <= len(node.args) <= 2 or keywords:
+        given = [*node.args, keywords.pop("iterable", None), keywords.pop("start", None)]
+        given = [part for part in given if part is not None]
+        if not 1 <= len(given) <= 2 or keywords or len(node.args) > 2:
             self.reject(node, "enumerate() takes a sequence and an optional start")
-        inner = self.source(node.args[0], stmt, f"{tag}e")
+        sequence, start = given[0], given[1] if len(given) == 2 else ast.Constant(0)
+        inner = self.source(sequence, stmt, f"{tag}e")
         before = list(inner.before)
         if not isinstance(start, ast.Constant):
             start_name = f"__for{tag}_start"

@@ -122,6 +122,8 @@ def over_enumerate(v, k):
     t = 0
     for i, _ in enumerate(v, k):
         t = t + i
+    for i, a in enumerate(start=-1, iterable=v):  # keywords, in any order
+        s = s + i * a
     return s, t
 
 
