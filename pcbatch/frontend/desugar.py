@@ -151,6 +151,13 @@ class _Rewriter(ast.NodeTransformer):
                 )
         if not node.args:
             self.reject(node, "zip() without sequences makes a loop that never runs; remove it")
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                self.reject(
+                    arg,
+                    f"zip({ast.unparse(arg)}) in a batched for loop is not supported; loop "
+                    f"over the columns: for column in {ast.unparse(arg.value)}.T",
+                )
         parts = [self.source(arg, stmt, f"{tag}z{i}") for i, arg in enumerate(node.args)]
         length = parts[0].length
         if len(parts) > 1:

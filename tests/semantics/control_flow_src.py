@@ -485,3 +485,10 @@ def choosing_a_tuple_or_a_number(n):
     b = n
     t = a if n > 1 else b  # ERROR
     return t
+
+
+def zip_of_rows(m):
+    s = 0.0
+    for a, b in zip(*m):  # ERROR
+        s = s + a * b
+    return s

@@ -162,6 +162,7 @@ def test_a_chained_comparison_calls_its_middle_operand_once():
 
 @pytest.mark.parametrize(("name", "error", "message"), [
     ("zip_strict", pcbatch.AutobatchSyntaxError, "zip\\(strict=True\\) is not supported"),
+    ("zip_of_rows", pcbatch.AutobatchSyntaxError, "for column in m.T"),
     ("over_a_rebound_array_changed_in_place", pcbatch.AutobatchSyntaxError,
      "'v', which is rebound inside the loop.*np.array\\(v\\)"),
     ("over_a_view_of_an_array_changed_in_place", pcbatch.AutobatchSyntaxError,
