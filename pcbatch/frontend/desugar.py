@@ -35,8 +35,9 @@ _ITERATORS = ("enumerate", "zip", "reversed")
 def for_loops(parsed: ParsedFunction) -> ParsedFunction:
     """``parsed`` with every ``for`` over something other than ``range(...)`` rewritten
     into a ``for`` over ``range``; the same object when there is none."""
+    locals_ = local_names(parsed.tree)
     if not any(
-        isinstance(node, ast.For) and not _is_builtin_call(node.iter, "range", parsed)
+        isinstance(node, ast.For) and not _is_builtin_call(node.iter, "range", parsed, locals_)
         for node in ast.walk(parsed.tree)
     ):
         return parsed
@@ -45,13 +46,13 @@ def for_loops(parsed: ParsedFunction) -> ParsedFunction:
     return dataclasses.replace(parsed, tree=tree)
 
 
-def _is_builtin_call(node: ast.expr, name: str, parsed: ParsedFunction) -> bool:
+def _is_builtin_call(node: ast.expr, name: str, parsed: ParsedFunction, locals_: frozenset) -> bool:
     """``node`` calls the builtin ``name`` (not a local, global or closure of that name)."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == name
-        and name not in local_names(parsed.tree)
+        and name not in locals_
         and name not in parsed.globals
         and name not in parsed.closure
     )
@@ -78,7 +79,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_For(self, stmt: ast.For):
         self.generic_visit(stmt)  # inner loops first
-        if _is_builtin_call(stmt.iter, "range", self.parsed):
+        if _is_builtin_call(stmt.iter, "range", self.parsed, self.locals):
             return stmt
         tag = str(stmt.lineno)  # one for statement per line
         counter = f"__for{tag}_index"
@@ -103,11 +104,11 @@ class _Rewriter(ast.NodeTransformer):
 
     # -- sequences -------------------------------------------------------------
     def source(self, node: ast.expr, stmt: ast.For, tag: str) -> _Source:
-        if _is_builtin_call(node, "enumerate", self.parsed):
+        if _is_builtin_call(node, "enumerate", self.parsed, self.locals):
             return self.enumerated(node, stmt, tag)
-        if _is_builtin_call(node, "zip", self.parsed):
+        if _is_builtin_call(node, "zip", self.parsed, self.locals):
             return self.zipped(node, stmt, tag)
-        if _is_builtin_call(node, "reversed", self.parsed):
+        if _is_builtin_call(node, "reversed", self.parsed, self.locals):
             if len(node.args) != 1 or node.keywords:
                 self.reject(node, "reversed() takes exactly one argument")
             inner = self.sequence(node.args[0], stmt, tag)
@@ -171,14 +172,15 @@ class _Rewriter(ast.NodeTransformer):
     def sequence(self, node: ast.expr, stmt: ast.For, tag: str) -> _Source:
         """A sequence indexed by the counter: a local name where it stands (unless the
         loop rebinds it), anything else bound once before the loop."""
-        if _is_builtin_call(node, "range", self.parsed):
+        if _is_builtin_call(node, "range", self.parsed, self.locals):
             self.reject(
                 node,
                 "range() inside zip, enumerate or reversed is not supported in a batched for "
                 "loop; loop over the range itself (for i in range(min(n, len(v))): a = v[i])",
             )
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
-            node.func.id in _ITERATORS and _is_builtin_call(node, node.func.id, self.parsed)
+            node.func.id in _ITERATORS
+            and _is_builtin_call(node, node.func.id, self.parsed, self.locals)
         ):
             self.reject(
                 node,
