@@ -162,7 +162,7 @@ class _Rewriter(ast.NodeTransformer):
         parts = [self.source(arg, stmt, f"{tag}z{i}") for i, arg in enumerate(node.args)]
         length = parts[0].length
         if len(parts) > 1:
-            length = ast.Call(ast.Name("min", ast.Load()), [p.length for p in parts], [])
+            length = ast.Call(ast.Name("__pcb_min", ast.Load()), [p.length for p in parts], [])
         return _Source(
             [s for p in parts for s in p.before],
             length,
@@ -200,7 +200,7 @@ class _Rewriter(ast.NodeTransformer):
             before = [_assign(name, node)]
         return _Source(
             before,
-            ast.Call(ast.Name("len", ast.Load()), [ast.Name(name, ast.Load())], []),
+            ast.Call(ast.Name("__pcb_len", ast.Load()), [ast.Name(name, ast.Load())], []),
             lambda k: _item_of(name, k),
         )
 

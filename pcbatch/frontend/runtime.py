@@ -617,6 +617,9 @@ NAMESPACE = {
     "__pcb_full": full,
     "__pcb_lift": lift,
     "__pcb_item": item,
+    # `desugar` calls these by their hidden names: a user's global ``min`` (``from numpy
+    # import *`` binds NumPy's) must not replace Python's in code the user never wrote
+    "__pcb_len": len,
     "__pcb_in": contains,
     "__pcb_not_in": does_not_contain,
     "__pcb_float": to_float,

@@ -19,6 +19,7 @@ import pcbatch
 from pcbatch import api
 from tests import backends, tiers
 from tests.semantics import control_flow_src as src
+from tests.semantics import numpy_star_src
 
 
 def _per_example(fn, *args):
@@ -111,6 +112,14 @@ CASES = [
 def test_matches_python_per_example(case, backend_name):
     name, *args = case
     _check(getattr(src, name), backend_name, *args)
+
+
+@pytest.mark.parametrize("backend_name", backends.BACKEND_NAMES)
+def test_loops_over_items_use_pythons_len_and_min_beside_numpys_star_import(backend_name):
+    # `from numpy import *` binds NumPy's min: zip's length is Python's min all the same
+    v, w = [[1.0, 2.0, -3.0], [4.0, 5.0, 6.0]], [[1.0, 1.0], [0.0, 2.0]]
+    _check(numpy_star_src.dot_over_zip, backend_name, v, w)
+    _check(numpy_star_src.weighted_reversed, backend_name, v)
 
 
 def _marked_line(fn, marker: str) -> int:
