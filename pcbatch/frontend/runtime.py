@@ -427,6 +427,41 @@ def _extreme(builtin, replaces: str):
 py_min = _extreme(min, "minimum")
 py_max = _extreme(max, "maximum")
 
+
+def _any_or_all(builtin):
+    """``any(v)``/``all(v)`` of a per-example value: Python tests each item's truth (an
+    array's items along its first axis) and gives a Python bool. An item of more than one
+    number has no truth value, as in Python (``truthy`` says what to write)."""
+    name = builtin.__name__
+    reduce = np.any if builtin is any else np.all
+
+    def any_or_all(items):
+        if _is_plain(items) and not isinstance(items, (str, bytes)):
+            return builtin(items)  # Python's TypeError: not iterable
+        if isinstance(items, (tuple, list)):
+            truths = [truthy(item) for item in items]
+            if not truths:
+                return builtin(())
+            found = truths[0]
+            for truth in truths[1:]:
+                found = np.logical_or(found, truth) if builtin is any else np.logical_and(
+                    found, truth)
+            return _python(found)
+        shape = tuple(int(d) for d in np.shape(items))
+        if not shape:
+            raise TypeError(f"{name}() of a per-example number: a number is not iterable")
+        if shape[0] == 0:
+            return builtin(())
+        _check_condition_shape(shape[1:])  # each item must be one number, as bool() needs
+        return _python(reduce(np.not_equal(np.reshape(items, (shape[0],)), 0)))
+
+    any_or_all.__name__ = name
+    return any_or_all
+
+
+py_any = _any_or_all(any)
+py_all = _any_or_all(all)
+
 def unshared(value, message: str, source=None):
     """``value``, bound by ``z = y`` (or a view such as ``y[1:]``) where one of the names
     is changed in place: Python would share an array between them, which a batch cannot
@@ -577,7 +612,7 @@ NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray", np.full: "_
 
 #: builtins whose calls the frontend sends to the per-example forms above
 BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
-                 min: "__pcb_min", max: "__pcb_max"}
+                 min: "__pcb_min", max: "__pcb_max", any: "__pcb_any", all: "__pcb_all"}
 
 
 def contains(x, items):
@@ -627,6 +662,8 @@ NAMESPACE = {
     "__pcb_bool": to_bool,
     "__pcb_min": py_min,
     "__pcb_max": py_max,
+    "__pcb_any": py_any,
+    "__pcb_all": py_all,
     "__pcb_array": to_array,
     "__pcb_asarray": to_asarray,
     "__pcb_unshared": unshared,

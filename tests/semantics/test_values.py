@@ -39,7 +39,8 @@ max_of_vector float_of_int int_of_float bool_of_float float_of_string index_int
 index_slices index_matrix index_ellipsis index_none comparisons matmul unary
 helper_norm helper_size helper_len_shape helper_size_attribute helper_ndim
 counter_based_uniform more_methods equals_none_scalar equals_none_int
-equals_none_vector equals_none_in_helpers""".split()  # noqa: SIM905
+equals_none_vector equals_none_in_helpers builtin_any_all builtin_any_in_condition
+builtin_all_of_a_tuple""".split()  # noqa: SIM905
 
 #: Python raises on one example: batched, the same construct raises (word in the message)
 RAISES = {
@@ -48,6 +49,8 @@ RAISES = {
     "min_of_vectors": "np.minimum",
     "len_of_scalar": "len()",
     "item_of_vector": "size 1",
+    "any_of_scalar": "not iterable",
+    "any_of_matrix": "np.any",
 }
 
 RANDOM = """numpy_global_normal numpy_generator_normal numpy_default_rng python_random

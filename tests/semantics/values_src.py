@@ -430,3 +430,25 @@ def _plus_is_none(a):
 
 def equals_none_in_helpers(x, n, v):
     return _kept_unless_none(x) + 1.0, _plus_is_none(n) * 2, np.sum(_kept_unless_none(v))
+
+
+def builtin_any_all(v):
+    return any(v > 0), all(v > -3.0)
+
+
+def builtin_any_in_condition(v, x):
+    if any(v < x):  # Python's any over a vector's items, a Python bool
+        return 1.0
+    return 0.0
+
+
+def builtin_all_of_a_tuple(x, y):
+    return all((x > 0, y)), any([x > 1, y > 1])  # y's NaN is true, as in Python
+
+
+def any_of_scalar(x):
+    return any(x)
+
+
+def any_of_matrix(m):
+    return any(m > 0)  # each item is a row: Python cannot tell its truth
