@@ -87,6 +87,8 @@ class BatchedArray(BatchedView):
                     return BatchedArray(_gather(self.data, index))
                 one = index if len(index) > 1 else index[0]
                 return _per_example(lambda x: x[one], (self,), {})
+            if per_example.advanced_apart(index):  # the example's index axes go first
+                return BatchedArray(self.data[(_rows(self.data.shape[0], index), *index)])
             return BatchedArray(self.data[(slice(None), *index)])
         except IndexError:
             # NumPy names the batch's axis (1 for the example's 0): say the example's
@@ -258,6 +260,14 @@ def _is_simple_index(part) -> bool:
     if isinstance(part, slice):
         return part == slice(None)
     return isinstance(part, (int, np.integer))
+
+
+def _rows(size: int, index: tuple) -> np.ndarray:
+    """The batch's row numbers as an advanced index beside ``index``'s own, shaped to
+    broadcast in front of them."""
+    rank = len(np.broadcast_shapes(*(np.shape(p) for p in index if not isinstance(p, slice)
+                                     and p is not None and p is not Ellipsis)))
+    return np.arange(size).reshape((size,) + (1,) * rank)
 
 
 def _gather(data: np.ndarray, index: tuple) -> np.ndarray:

@@ -18,7 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from pcbatch.backends import bounds, division, linalg, per_example, result_dtypes
+from pcbatch.backends import (
+    advanced_indexing,
+    bounds,
+    division,
+    linalg,
+    per_example,
+    result_dtypes,
+)
 from pcbatch.backends.foreign import (
     JAX_NUMPY,
     TF_NUMPY,
@@ -119,12 +126,15 @@ class Dispatched(PerExampleValue):
 
     def __getitem__(self, index):
         per_example.refuse_value_slices(index, _is_per_example)
-        index = unwrap(index)
+        index = advanced_indexing.as_arrays(unwrap(index))
         parts = index if isinstance(index, tuple) else (index,)
         if any(is_foreign_array(p) and numpy_dtype(p).kind == "b" for p in parts):
             # TensorFlow's mask inside its vectorizer gave wrong items, JAX refuses it
             per_example.refuse_boolean_mask()
-        return self._wrap(self.value[bounds.checked_index(self.shape, index, self.xp)])
+        index = bounds.checked_index(self.shape, index, self.xp)
+        if self.xp.__name__ == TF_NUMPY and advanced_indexing.needs_gather(index):
+            return self._wrap(advanced_indexing.gather(self.value, index))
+        return self._wrap(self.value[index])
 
     def astype(self, dtype, **kwargs):
         return self._wrap(self.xp.asarray(self.value, dtype=available(dtype, self.xp)))

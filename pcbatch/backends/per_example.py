@@ -321,6 +321,29 @@ def is_simple_index(part) -> bool:
     return isinstance(part, (int, np.integer))
 
 
+def advanced_apart(parts: tuple) -> bool:
+    """Whether a constant index's advanced parts (integer arrays or lists, and the ints
+    beside them) are separated by a slice, ``...`` or ``None``: then NumPy puts their
+    broadcast axes first (``t[0, :, [1, 0]]`` has the list's axis first), in front of a
+    batch's axis too, so a batch must index its rows as one more advanced part."""
+    arrays = [k for k, p in enumerate(parts) if _is_integer_array(p)]
+    if not arrays:
+        return False
+    at = [k for k, p in enumerate(parts) if k in arrays or _is_int(p)]
+    return at != list(range(at[0], at[-1] + 1))
+
+
+def _is_integer_array(part) -> bool:
+    if not isinstance(part, (list, np.ndarray)):
+        return False
+    array = np.asarray(part)
+    return array.ndim > 0 and array.dtype.kind in "iu"
+
+
+def _is_int(part) -> bool:
+    return isinstance(part, (int, np.integer)) and not isinstance(part, bool)
+
+
 def example_ndim(v) -> int:
     """The rank of ``v`` in one example: a view's per-example rank, a constant's own."""
     if isinstance(v, BatchedView):

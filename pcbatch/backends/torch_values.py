@@ -132,6 +132,10 @@ class TorchBatched(BatchedView):
             p.step is not None and p.step < 0 for p in parts
         ):
             return self._same(_sliced(self.data, parts))
+        if per_example.advanced_apart(parts):
+            # NumPy puts the index's axes first; torch, whose ints are no advanced index,
+            # would not: every advanced part a tensor, the batch's rows one more in front
+            return self._same(self.data[_rows_first(parts, self)])
         return self._same(self.data[(slice(None), *(_constant_index(p, self) for p in parts))])
 
     def __setitem__(self, index, value) -> None:
@@ -267,6 +271,21 @@ def _sliced(data: torch.Tensor, parts: tuple) -> torch.Tensor:
 
 def _batch_values(part):
     return part.data.cpu().numpy() if isinstance(part, TorchBatched) else None
+
+
+def _rows_first(parts: tuple, like: TorchBatched) -> tuple:
+    """``parts`` with its ints and arrays as tensors and the batch's rows in front, for
+    an index whose advanced parts are apart (`per_example.advanced_apart`)."""
+    device = like.data.device
+    key = [
+        torch.as_tensor(int(p), device=device) if isinstance(p, (int, np.integer))
+        else _constant_index(p, like)
+        for p in parts
+    ]
+    rank = len(np.broadcast_shapes(*(tuple(k.shape) for k in key if isinstance(k, torch.Tensor))))
+    size = like.data.shape[0]
+    rows = torch.arange(size, device=device).reshape((size,) + (1,) * rank)
+    return (rows, *key)
 
 
 def _constant_index(part, like: TorchBatched):

@@ -60,6 +60,7 @@ from pcbatch.ir.types import (
     same_structure,
     type_key,
 )
+from pcbatch.ir.setitem import SetItem
 from pcbatch.passes import item_values
 
 MAX_SWEEPS = 200
@@ -306,6 +307,8 @@ class _Inference:
         self.bind_outputs(op, op.vars_out, self.prim_cache[key])
 
     def run_primitive(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
+        if isinstance(op.function, SetItem):
+            _check_item_index(op, in_types[2:])
         known = getattr(op.function, "result_type", None)  # e.g. a host callback's
         if known is not None:
             return known
@@ -662,6 +665,30 @@ def _drop_batch(backend):
 
 def _with_batch(t: Type, batch: int) -> Type:
     return Type(map_pattern(lambda leaf: TensorType(leaf.dtype, (batch, *leaf.shape)), t.tensors))
+
+
+def _check_item_index(op: PrimOp, index_types: Sequence[Type]) -> None:
+    """An item assignment's index parts are each one integer per example: the machines
+    store one item (or one slice) per example, and NumPy's integer-array assignment
+    (``buf[[0, 2]] = x``) has no order among repeated indices that JAX and TensorFlow
+    keep."""
+    for t in index_types:
+        tensors = t.tensors
+        if is_pattern_node(tensors):
+            what = f"a list or tuple of {len(tensors)} items"
+        elif tensors.shape:
+            what = f"an array of shape {tuple(tensors.shape)}"
+        elif np.dtype(tensors.dtype).kind not in "iu":
+            what = f"a {np.dtype(tensors.dtype).name}"
+        else:
+            continue
+        raise TypeInferenceError(
+            f"item assignment{where(op.loc)}: each part of the index must be one integer "
+            f"per example or ':', not {what} (NumPy's integer-array assignment is not "
+            "supported). Assign item by item in a loop (for k in ks: "
+            "buf[k] = x), or build the new array: buf = np.where(np.isin(np.arange(len(buf)), "
+            "ks), x, buf)"
+        )
 
 
 def _unknown_result(op: PrimOp, how: str, in_types, error: Exception) -> TypeInferenceError:

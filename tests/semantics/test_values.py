@@ -40,7 +40,7 @@ index_slices index_matrix index_ellipsis index_none comparisons matmul unary
 helper_norm helper_size helper_len_shape helper_size_attribute helper_ndim
 counter_based_uniform more_methods equals_none_scalar equals_none_int
 equals_none_vector equals_none_in_helpers builtin_any_all builtin_any_in_condition
-builtin_all_of_a_tuple""".split()  # noqa: SIM905
+builtin_all_of_a_tuple index_integer_arrays index_integer_arrays_apart""".split()  # noqa: SIM905
 
 #: Python raises on one example: batched, the same construct raises (word in the message)
 RAISES = {
@@ -150,15 +150,12 @@ def test_python_scalars_in_a_plain_helper_work_per_lane_or_raise_clearly(backend
 @backends.backend_param
 def test_an_integer_array_index_is_a_gather_on_every_backend(backend_name):
     """``v[k]`` with ``k`` a per-example integer array: exact, and on NumPy one gather for
-    the batch (it ran one example at a time, with a PerExampleFallbackWarning). TensorFlow
-    rejects it at the line, saying to write tf.gather."""
+    the batch (it ran one example at a time, with a PerExampleFallbackWarning). On
+    TensorFlow, whose tensors take no integer-array index, a ``tf.gather_nd`` (it was
+    rejected at the line)."""
     function = values_src.gather_by_integer_arrays
     k = np.array([[2, 0], [1, 1], [-1, 0], [0, 2]])
     args = [_INPUTS["v"], _INPUTS["m"], k]
-    if backend_name == "tensorflow":  # TensorFlow's tensors take no integer-array index
-        with pytest.raises(pcbatch.TypeInferenceError, match=r"values_src.py:\d+.*tf\.gather"):
-            _run_batched(function, backend_name, args)
-        return
     expected = _per_example(function, args)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -166,6 +163,20 @@ def test_an_integer_array_index_is_a_gather_on_every_backend(backend_name):
     assert not [w for w in record if w.category is PerExampleFallbackWarning]
     for got, want in zip(actual, expected):
         backends.assert_close(got, want, backend_name)
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ["assign_by_a_list", "assign_by_an_array", "add_by_columns"])
+def test_an_integer_array_item_assignment_is_refused_at_the_users_line(name, backend_name):
+    """``buf[[0, 2]] = x``: NumPy's integer-array assignment is refused before anything
+    runs, on every backend alike (NumPy and Torch ran some of it; JAX and Torch failed
+    inside the machine with errors that named no line)."""
+    function = getattr(values_src, name)
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        _run_batched(function, backend_name, _arguments(function))
+    message = str(info.value)
+    assert f"values_src.py:{_error_line(function)}" in message
+    assert "item by item" in message and "np.where" in message
 
 
 def test_a_gather_of_per_example_arrays_is_each_examples_fancy_index():

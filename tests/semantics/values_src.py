@@ -281,6 +281,21 @@ def index_ellipsis(m):
     return m[..., 0]
 
 
+ORDER = np.array([2, 0, 1])
+
+
+def index_integer_arrays(v, m):
+    # NumPy's integer-array indexing: TensorFlow's own indexing has none
+    return v[np.array([0, 2])], v[[-1, 0, 0]], v[ORDER], m[:, [2, 0]], m[[1, 0], [2, 2]]
+
+
+def index_integer_arrays_apart(m):
+    # advanced parts apart: NumPy puts the index's axes first (a batch's axis was put
+    # after them on NumPy and Torch, and Torch's ints are no advanced index)
+    t = np.stack([m, m * 2.0], axis=2)
+    return t[0, :, [1, 0]], t[[0, 1], :, [1, 0]], t[[1, 0], ..., 1], t[:, 0, [1, 0]]
+
+
 def index_none(v, m):
     return v[None], m[:, None], m[None, ..., None]
 
@@ -452,3 +467,21 @@ def any_of_scalar(x):
 
 def any_of_matrix(m):
     return any(m > 0)  # each item is a row: Python cannot tell its truth
+
+
+def assign_by_a_list(v):
+    u = v.copy()
+    u[[0, 2]] = 5.0  # ERROR
+    return u
+
+
+def assign_by_an_array(v):
+    u = np.zeros(4)
+    u[np.array([3, 1])] = v[:2]  # ERROR
+    return u
+
+
+def add_by_columns(m):
+    u = m.copy()
+    u[:, [1, 0]] += 1.0  # ERROR
+    return u
