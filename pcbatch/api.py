@@ -42,7 +42,7 @@ from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
 from pcbatch.errors import BatchSizeError, NestedBatchedCallError
-from pcbatch.frontend import desugar, fence, statics, unbound
+from pcbatch.frontend import comprehensions, desugar, fence, statics, unbound
 from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.snapshot import Snapshot, names_read
 from pcbatch.frontend.statics import Specialised, Statics, is_static_value
@@ -1016,7 +1016,9 @@ def _build_module(
     functions: dict[str, BatchedFunction], main: str | None, specialised: Specialised
 ) -> Module:
     parsed = {
-        name: desugar.for_loops(parse_function(bf.python_function))
+        name: desugar.for_loops(
+            comprehensions.reductions(parse_function(bf.python_function))
+        )
         for name, bf in functions.items()
     }
     batched_names = frozenset(functions)

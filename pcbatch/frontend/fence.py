@@ -559,8 +559,11 @@ class _Fence(ast.NodeVisitor):
             if isinstance(name, ast.Name) and name.id in self.locals:
                 self.reject(
                     node.iter,
-                    "a comprehension over a batched value would iterate over the batch; "
-                    "iterate over range(n) with a constant n, or use array operations",
+                    "a comprehension over per-example values runs only as sum(...), "
+                    "any(...) or all(...) of it, as the value of an assignment, a return or "
+                    "an if test that Python always evaluates (not behind and/or/if-else or "
+                    "after a call in the same statement); write it as a for loop (for a in "
+                    "v: ...), or use array operations",
                 )
         self.generic_visit(node)
 

@@ -45,7 +45,7 @@ def calls_through_variable(x):
 
 
 def comprehension_over_batched(v):
-    return sum([e for e in v])  # ERROR
+    return [e for e in v][0]  # ERROR
 
 
 def item_assignment(v):

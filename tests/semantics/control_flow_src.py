@@ -492,3 +492,61 @@ def zip_of_rows(m):
     for a, b in zip(*m):  # ERROR
         s = s + a * b
     return s
+
+
+# -- sum / any / all of a comprehension ---------------------------------------------
+@ctx.batch
+def sum_of_a_generator(v):
+    return sum(a * 2.0 for a in v if a > 0)
+
+
+@ctx.batch
+def sum_of_a_list_with_a_start(v, w):
+    return sum([a * b for a, b in zip(v, w)], 0.5)
+
+
+@ctx.batch
+def sum_of_nested_generators(v):
+    s = sum(i * a * b for i, a in enumerate(v) for b in v if b != a)
+    return s
+
+
+@ctx.batch
+def sum_over_a_counted_range(n):
+    return sum(k * k for k in range(n) if k % 2)
+
+
+@ctx.batch
+def comprehension_names_do_not_leak(v):
+    a = 100.0
+    s = sum(a for a in v)
+    return s + a
+
+
+@ctx.batch
+def any_and_all_in_tests(v, x):
+    if x > 1.0:
+        return 0
+    elif any(a < x for a in v):
+        return 1
+    if all(a > -5.0 for a in v):
+        return 2
+    return 3
+
+
+@ctx.batch
+def any_stops_at_the_first_true_item(v, ks):
+    # ks[1] is out of range: Python never indexes with it, as v[ks[0]] > 0
+    return any(v[k] > 0.0 for k in ks)
+
+
+@ctx.batch
+def reductions_in_one_statement(v, w):
+    t = 1.0
+    t += sum(a for a in v) - sum(b * b for b in w)
+    return t
+
+
+@ctx.batch
+def a_comprehension_behind_and(v, x):
+    return x > 0 and sum(a for a in v) > 1  # ERROR comprehension

@@ -100,6 +100,15 @@ CASES = [
     ("short_circuit_in_if", [0, 5, 6, -4]),
     ("short_circuit_in_elif", [-1, 0, 4, 7, 9]),
     ("pure_short_circuits", [0, 3, -2, 4], [1, 3, -5, 2]),
+    # sum / any / all of a comprehension
+    ("sum_of_a_generator", _V),
+    ("sum_of_a_list_with_a_start", _V, _W),
+    ("sum_of_nested_generators", _V),
+    ("sum_over_a_counted_range", [0, 3, 8]),
+    ("comprehension_names_do_not_leak", np.array(_V, np.float32)),
+    ("any_and_all_in_tests", _V, [0.5, 2.0, -0.5]),
+    ("any_stops_at_the_first_true_item", np.abs(_V) + 1.0, [[0, 7], [2, 9], [1, -8]]),
+    ("reductions_in_one_statement", _V, _W),
 ]
 
 
@@ -120,6 +129,15 @@ def test_loops_over_items_use_pythons_len_and_min_beside_numpys_star_import(back
     v, w = [[1.0, 2.0, -3.0], [4.0, 5.0, 6.0]], [[1.0, 1.0], [0.0, 2.0]]
     _check(numpy_star_src.dot_over_zip, backend_name, v, w)
     _check(numpy_star_src.weighted_reversed, backend_name, v)
+
+
+@backends.backend_param
+def test_a_comprehension_python_may_skip_is_refused_at_its_line(backend_name):
+    fn = src.a_comprehension_behind_and
+    with pytest.raises(pcbatch.AutobatchSyntaxError) as info:
+        fn(np.array(_V), np.array([1.0, 0.0, 2.0]), backend=backends.backend(backend_name))
+    assert f"line {_marked_line(fn, 'ERROR comprehension')}" in str(info.value)
+    assert "for loop" in str(info.value)
 
 
 def _marked_line(fn, marker: str) -> int:
