@@ -29,6 +29,7 @@ then types on the next.
 from __future__ import annotations
 
 import dataclasses
+import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -276,6 +277,13 @@ class _Inference:
 
     def conflict(self, var, old, new, loc, why) -> TypeInferenceError:
         first = self.first_loc.get(var)
+        if _SUM_TOTAL.search(var):  # `comprehensions` made it: name what the user wrote
+            return TypeInferenceError(
+                f"the running total of sum(...){where(loc)} gets type {new!r} from an item, "
+                f"but starts as {old!r}; {why}. A batched variable keeps one shape and dtype "
+                "kind: over array items start from an array of their shape, sum(..., "
+                "np.zeros(n)), or use np.sum(..., axis=0)"
+            )
         return TypeInferenceError(
             f"variable {var!r} gets type {new!r}{where(loc)}, but {old!r} elsewhere"
             f"{where(first)}; {why}. Make both definitions agree in structure, "
@@ -665,6 +673,10 @@ def _drop_batch(backend):
 
 def _with_batch(t: Type, batch: int) -> Type:
     return Type(map_pattern(lambda leaf: TensorType(leaf.dtype, (batch, *leaf.shape)), t.tensors))
+
+
+#: the hidden accumulator of a sum over a comprehension (`pcbatch.frontend.comprehensions`)
+_SUM_TOTAL = re.compile(r"__comp\d+_\d+_acc$")
 
 
 def _check_item_index(op: PrimOp, index_types: Sequence[Type]) -> None:

@@ -550,3 +550,13 @@ def reductions_in_one_statement(v, w):
 @ctx.batch
 def a_comprehension_behind_and(v, x):
     return x > 0 and sum(a for a in v) > 1  # ERROR comprehension
+
+
+@ctx.batch
+def sum_of_rows_from_an_array(m):
+    return sum((row for row in m), np.zeros(2))
+
+
+@ctx.batch
+def sum_of_rows_from_zero(m):
+    return sum(row for row in m)  # ERROR sum of rows

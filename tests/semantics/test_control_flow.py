@@ -109,6 +109,7 @@ CASES = [
     ("any_and_all_in_tests", _V, [0.5, 2.0, -0.5]),
     ("any_stops_at_the_first_true_item", np.abs(_V) + 1.0, [[0, 7], [2, 9], [1, -8]]),
     ("reductions_in_one_statement", _V, _W),
+    ("sum_of_rows_from_an_array", np.arange(18.0).reshape(3, 3, 2)),
 ]
 
 
@@ -138,6 +139,17 @@ def test_a_comprehension_python_may_skip_is_refused_at_its_line(backend_name):
         fn(np.array(_V), np.array([1.0, 0.0, 2.0]), backend=backends.backend(backend_name))
     assert f"line {_marked_line(fn, 'ERROR comprehension')}" in str(info.value)
     assert "for loop" in str(info.value)
+
+
+@backends.backend_param
+def test_a_sum_of_arrays_from_zero_says_to_start_from_an_array(backend_name):
+    # Python's 0 + row is an array; a batched variable keeps one shape
+    fn = src.sum_of_rows_from_zero
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        fn(np.arange(18.0).reshape(3, 3, 2), backend=backends.backend(backend_name))
+    message = str(info.value)
+    assert f"control_flow_src.py:{_marked_line(fn, 'ERROR sum of rows')}" in message
+    assert "sum(..., np.zeros(n))" in message and "__comp" not in message
 
 
 def _marked_line(fn, marker: str) -> int:
