@@ -616,15 +616,31 @@ BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
 
 
 def contains(x, items):
-    """``x in (a, b, ...)`` (a tuple or list written out): Python compares ``x`` with
-    each item (``item is x or item == x``), so each example gets one bool; an array
-    ``x`` is Python's error there (the truth of an array), as `truthy` says."""
+    """``x in items``. A tuple, list, set or dict: Python compares ``x`` with each item
+    (``item is x or item == x``), so each example gets one bool; an array ``x`` is
+    Python's error there (the truth of an array), as `truthy` says. An array: NumPy's
+    ``(items == x).any()``. Anything else (a string): Python's own ``in``."""
     from pcbatch.backends import weak
 
+    if isinstance(items, (set, frozenset, dict)):
+        items = tuple(items)
+    if not isinstance(items, (tuple, list)):
+        if not (hasattr(items, "shape") and hasattr(items, "dtype")):
+            return x in items
+        if not np.shape(items):
+            raise TypeError(f"argument of type {_kind_of(items)!r} is not iterable")
+        return weak.mark(np.any(np.equal(items, x)))
     found = False
     for item in items:
         found = np.logical_or(found, truthy(np.equal(x, item)))
     return weak.mark(found)  # Python's bool
+
+
+def _kind_of(value) -> str:
+    """The type name Python's message would give a per-example number."""
+    dtype = getattr(value, "dtype", None)
+    dtype = np.dtype(getattr(dtype, "as_numpy_dtype", dtype)) if dtype is not None else None
+    return f"numpy.{dtype.name}" if dtype is not None else type(value).__name__
 
 
 def does_not_contain(x, items):

@@ -871,7 +871,8 @@ class _Hoister(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         if len(node.ops) == 1 and _is_membership(node):
-            # ``n in (1, 2, 3)``: Python's ``==`` with each item, one bool per example
+            # ``n in (1, 2, 3)``: Python's ``==`` with each item, one bool per example;
+            # ``x in v`` of an array: NumPy's ``(v == x).any()``
             node = self.generic_visit(node)
             helper = "__pcb_in" if isinstance(node.ops[0], ast.In) else "__pcb_not_in"
             call = ast.Call(
@@ -983,10 +984,8 @@ def _stored_names(stmt: ast.stmt) -> set:
 
 
 def _is_membership(node: ast.Compare) -> bool:
-    """``x in (a, b)``, ``x not in [a, b]``: a test against the items of a literal."""
-    return isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(
-        node.comparators[0], (ast.Tuple, ast.List)
-    )
+    """``x in (a, b)``, ``x not in v``: a membership test (`runtime.contains`)."""
+    return isinstance(node.ops[0], (ast.In, ast.NotIn))
 
 
 def _is_literal(node: ast.AST) -> bool:

@@ -40,7 +40,8 @@ index_slices index_matrix index_ellipsis index_none comparisons matmul unary
 helper_norm helper_size helper_len_shape helper_size_attribute helper_ndim
 counter_based_uniform more_methods equals_none_scalar equals_none_int
 equals_none_vector equals_none_in_helpers builtin_any_all builtin_any_in_condition
-builtin_all_of_a_tuple index_integer_arrays index_integer_arrays_apart""".split()  # noqa: SIM905
+builtin_all_of_a_tuple index_integer_arrays index_integer_arrays_apart
+membership_in_arrays""".split()  # noqa: SIM905
 
 #: Python raises on one example: batched, the same construct raises (word in the message)
 RAISES = {
@@ -51,6 +52,7 @@ RAISES = {
     "item_of_vector": "size 1",
     "any_of_scalar": "not iterable",
     "any_of_matrix": "np.any",
+    "membership_in_a_number": "not iterable",
 }
 
 RANDOM = """numpy_global_normal numpy_generator_normal numpy_default_rng python_random

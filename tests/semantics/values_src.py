@@ -485,3 +485,15 @@ def add_by_columns(m):
     u = m.copy()
     u[:, [1, 0]] += 1.0  # ERROR
     return u
+
+
+ALLOWED = {3, 7}
+
+
+def membership_in_arrays(v, x, n, m):
+    # an array: NumPy's (v == x).any(); a global set: Python's == with each item
+    return x in v, x not in m, 0.7 in v, n in ALLOWED, x in ORDER
+
+
+def membership_in_a_number(x, y):
+    return x in y
