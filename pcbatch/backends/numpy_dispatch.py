@@ -208,9 +208,12 @@ class Dispatched(PerExampleValue):
             return _SHAPE_FUNCTIONS[func](args[0], *args[1:], **kwargs)
         target = _counterpart(func, self.xp)
         if target is None:
+            library = "tf.*" if self.xp.__name__ == TF_NUMPY else "jnp.*"
             raise TypeError(
                 f"{func.__module__}.{func.__name__} has no counterpart in "
-                f"{self.xp.__name__}; use a function it provides"
+                f"{self.xp.__name__}: on this backend write it with the functions it "
+                f"provides or the library's own ({library}), or run this function on the "
+                "NumPy or Torch backend, which run every NumPy function"
             )
         renamed = _RENAMED.get(self.xp.__name__, {})
         widening = func in result_dtypes.WIDENING and "dtype" not in kwargs

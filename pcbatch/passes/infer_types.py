@@ -90,8 +90,8 @@ def _advice(error: Exception) -> str:
             "NumPy 2 raises it per example too: keep the number in the array's range, or "
             "convert the array first (x.astype(np.int64))."
         )
-    if "does not support item assignment" in str(error):  # says what to write
-        return ""
+    if "does not support item assignment" in str(error) or "has no counterpart" in str(error):
+        return ""  # they say what to write
     if "are valid indices" in str(error):  # TensorFlow's indexing has no integer arrays
         return (
             "TensorFlow indexes with ints, slices and scalar integers only: an integer "

@@ -181,6 +181,26 @@ def test_an_integer_array_item_assignment_is_refused_at_the_users_line(name, bac
     assert "item by item" in message and "np.where" in message
 
 
+@pytest.mark.parametrize("backend_name", backends.BACKEND_NAMES)
+def test_a_numpy_function_the_backend_lacks_says_what_to_write(backend_name):
+    """``np.median`` has no counterpart in TensorFlow's NumPy: refused at the user's line,
+    naming the way out (the other backends run it)."""
+    function = values_src.median_of_a_vector
+    args = _arguments(function)
+    if backend_name != "tensorflow":
+        backends.assert_close(
+            _run_batched(function, backend_name, args), _per_example(function, args)[0],
+            backend_name,
+        )
+        return
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        _run_batched(function, backend_name, args)
+    message = str(info.value)
+    assert f"values_src.py:{_error_line(function)}" in message
+    assert "tf.*" in message and "NumPy or Torch backend" in message
+    assert "type_inference" not in message  # no advice that does not apply
+
+
 def test_a_gather_of_per_example_arrays_is_each_examples_fancy_index():
     """BatchedArray's rule against NumPy on each example: ints, full slices, and integer
     arrays of several shapes, adjacent or apart (NumPy moves the indexed axes first)."""

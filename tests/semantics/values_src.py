@@ -497,3 +497,7 @@ def membership_in_arrays(v, x, n, m):
 
 def membership_in_a_number(x, y):
     return x in y
+
+
+def median_of_a_vector(v):
+    return np.median(v)  # ERROR
