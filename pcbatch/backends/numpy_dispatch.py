@@ -25,6 +25,7 @@ from pcbatch.backends import (
     linalg,
     per_example,
     result_dtypes,
+    tensorflow_numpy,
 )
 from pcbatch.backends.foreign import (
     JAX_NUMPY,
@@ -228,6 +229,8 @@ class Dispatched(PerExampleValue):
             values, weak_result = weak_operands(func.__name__, values)
             args = (args[0], *values) if func is np.where else values
         args = result_dtypes.float_input(func, unwrap(args), self.xp)
+        if self.xp.__name__ == JAX_NUMPY and func in _DATA_LISTS:
+            args = tuple(_numbers_as_array(a) for a in args)
         if func in (np.where, np.clip):
             args = _weak_scalars(args)
         if weak_result:
@@ -238,6 +241,29 @@ class Dispatched(PerExampleValue):
         if func in linalg.FACTORING:
             linalg.note_singular(args, result, self.xp)
         return self._wrap(result)
+
+
+#: functions whose list arguments are data (NumPy reads ``[10, 50]`` as an array), which
+#: JAX's refuse (``percentile requires ndarray or scalar arguments``); lists elsewhere
+#: may be shapes or axes, which JAX takes as they are
+_DATA_LISTS = frozenset(
+    getattr(np, name) for name in (
+        "percentile", "quantile", "nanpercentile", "nanquantile", "dot", "vdot", "inner",
+        "outer", "polyval", "interp", "convolve", "correlate", "cross", "isin",
+        "searchsorted", "digitize", "allclose", "isclose", "array_equal", "average",
+    ) if hasattr(np, name)
+)
+
+
+def _numbers_as_array(value: Any) -> Any:
+    """A list of Python numbers (nested or not) as NumPy reads it; anything else as is."""
+    if not isinstance(value, list):
+        return value
+    try:
+        array = np.asarray(value)
+    except ValueError:  # ragged
+        return value
+    return array if array.dtype.kind in "biufc" else value
 
 
 #: what NumPy's shape functions give: Python ints and tuples, known when tracing
@@ -592,6 +618,7 @@ _REPLACED = {
         "sort": _sorting("sort"),
         "argsort": _sorting("argsort"),
         **{name: linalg.tensorflow_linalg(name) for name in ("solve", "inv", "cholesky")},
+        **tensorflow_numpy.REPLACED,
     },
     "jax.numpy": {"sort": _sorting("sort"), "argsort": _sorting("argsort")},
 }

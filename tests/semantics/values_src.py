@@ -499,5 +499,24 @@ def membership_in_a_number(x, y):
     return x in y
 
 
-def median_of_a_vector(v):
-    return np.median(v)  # ERROR
+def determinant(v):
+    return np.linalg.det(np.outer(v, v) + np.eye(3))  # ERROR
+
+
+def order_statistics(v, m, y):
+    # TensorFlow's NumPy has none of them (pcbatch/backends/tensorflow_numpy.py)
+    w = v * y  # NaN for the example whose y is NaN: the statistics are NaN there
+    return (np.median(v), np.median(v[:2]), np.median(w), np.percentile(v, 25.0),
+            np.quantile(w, 0.9), np.percentile(v, [10.0, 50.0, 100.0]), np.median(m, axis=1),
+            np.percentile(m, 30, axis=0), np.median((v * 3).astype(np.int64)))
+
+
+def nan_reductions(v):
+    w = np.where(v > 2.0, np.nan, v)
+    return np.nansum(w), np.nanmax(w), np.nanmin(w), np.nanmean(w), np.nansum(v)
+
+
+def trapezoid_and_searchsorted(v, x):
+    ordered = np.sort(v)
+    return (np.trapezoid(v), np.trapezoid(v, dx=0.5), np.trapezoid(v, np.array([0.0, 1.0, 3.0])),
+            np.searchsorted(ordered, x), np.searchsorted(ordered, x, side="right"))
