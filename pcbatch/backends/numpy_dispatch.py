@@ -186,7 +186,7 @@ class Dispatched(PerExampleValue):
             function = _tensorflow_ufunc(ufunc.__name__, self.xp)
         if method != "__call__" or function is None:
             return NotImplemented
-        inputs = unwrap(inputs)
+        inputs = tuple(_numbers_as_array(x) for x in unwrap(inputs))  # v * [1, 2]: an array
         if ufunc.nin == 2 and ufunc.__name__ not in _MIXED_TYPE_UFUNCS:
             inputs = _numpy_promotion(inputs, self.xp)
         if ufunc is np.true_divide:
@@ -229,8 +229,7 @@ class Dispatched(PerExampleValue):
             values, weak_result = weak_operands(func.__name__, values)
             args = (args[0], *values) if func is np.where else values
         args = result_dtypes.float_input(func, unwrap(args), self.xp)
-        if self.xp.__name__ == JAX_NUMPY and func in _DATA_LISTS:
-            args = tuple(_numbers_as_array(a) for a in args)
+        args = _lists_as_arrays(func, args)
         if func in (np.where, np.clip):
             args = _weak_scalars(args)
         if weak_result:
@@ -243,16 +242,33 @@ class Dispatched(PerExampleValue):
         return self._wrap(result)
 
 
+def _numpy_functions(*names: str) -> frozenset:
+    return frozenset(getattr(np, name) for name in names if hasattr(np, name))
+
+
 #: functions whose list arguments are data (NumPy reads ``[10, 50]`` as an array), which
 #: JAX's refuse (``percentile requires ndarray or scalar arguments``); lists elsewhere
-#: may be shapes or axes, which JAX takes as they are
-_DATA_LISTS = frozenset(
-    getattr(np, name) for name in (
-        "percentile", "quantile", "nanpercentile", "nanquantile", "dot", "vdot", "inner",
-        "outer", "polyval", "interp", "convolve", "correlate", "cross", "isin",
-        "searchsorted", "digitize", "allclose", "isclose", "array_equal", "average",
-    ) if hasattr(np, name)
+#: may be shapes or axes, which the libraries take as they are
+_DATA_LISTS = _numpy_functions(
+    "percentile", "quantile", "nanpercentile", "nanquantile", "dot", "vdot", "inner",
+    "outer", "polyval", "interp", "convolve", "correlate", "cross", "isin", "searchsorted",
+    "digitize", "allclose", "isclose", "array_equal", "average", "where", "clip", "append",
 )
+
+#: functions of a sequence of arrays, whose items may be lists (``np.stack([v, [1, 1]])``)
+_SEQUENCES = _numpy_functions(
+    "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"
+)
+
+
+def _lists_as_arrays(func: Callable, args: tuple) -> tuple:
+    """``args`` with their lists of numbers as NumPy reads them, where they are data."""
+    if func in _DATA_LISTS:
+        return tuple(_numbers_as_array(a) for a in args)
+    if func in _SEQUENCES and args and isinstance(args[0], (list, tuple)):
+        items = type(args[0])(_numbers_as_array(item) for item in args[0])
+        return (items, *args[1:])
+    return args
 
 
 def _numbers_as_array(value: Any) -> Any:

@@ -520,3 +520,13 @@ def trapezoid_and_searchsorted(v, x):
     ordered = np.sort(v)
     return (np.trapezoid(v), np.trapezoid(v, dx=0.5), np.trapezoid(v, np.array([0.0, 1.0, 3.0])),
             np.searchsorted(ordered, x), np.searchsorted(ordered, x, side="right"))
+
+
+def lists_as_operands(v):
+    # NumPy reads a list of numbers as an array (float64, int64: not a weak scalar); JAX
+    # refused lists, TensorFlow's maximum too
+    f = v.astype(np.float32)
+    return (v * [1.0, 2.0, 3.0], [1, 2, 3] + v, np.maximum(v, [0.0, 1.0, 2.0]),
+            np.where(v > 1, [1.0, 2.0, 3.0], v), np.concatenate([v, [7.0]]),
+            np.stack([v, [1.0, 1.0, 1.0]]), (v == [0.3, 0.0, 0.7]).any(), f * [1.0, 2.0, 3.0],
+            f + [1, 2, 3], np.percentile(v, [10, 90]), np.dot(f, [1.0, 0.0, -1.0]))
