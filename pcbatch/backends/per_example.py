@@ -158,8 +158,14 @@ class PerExampleValue(np.lib.mixins.NDArrayOperatorsMixin):
     def ravel(self):
         return self.reshape(-1)
 
-    def item(self):
-        return as_python_scalar(self)
+    def item(self, *index):
+        """``x.item()``, ``x.item(k)`` (the k-th item of the flattened array),
+        ``x.item(i, j)``: a Python scalar, as ndarray's."""
+        if len(index) == 1 and isinstance(index[0], tuple):
+            index = index[0]
+        if len(index) == 1:
+            return as_python_scalar(self.reshape(-1)[index[0]])
+        return as_python_scalar(self[index] if index else self)
 
     def tolist(self):
         """The example's items as Python scalars (weak), nested as its shape."""

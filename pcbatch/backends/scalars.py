@@ -66,8 +66,22 @@ def ndarray_method(value, name: str):
             f"{name!r}: pcbatch supports these ndarray methods on per-example values: "
             f"{', '.join(sorted(NDARRAY_FUNCTION_METHODS))}; call np.{name}(x) instead"
         )
+    if name == "clip":
+        return lambda *args, **kwargs: _clip_method(value, *args, **kwargs)
     function = getattr(np, name)
     return lambda *args, **kwargs: function(value, *args, **kwargs)
+
+
+def _clip_method(value, min=None, max=None, **kwargs):  # noqa: A002 - ndarray.clip's names
+    """``x.clip(lo)``, ``x.clip(max=hi)``: ndarray's method takes either bound alone,
+    where ``np.clip`` takes both."""
+    if min is None and max is None:
+        raise ValueError("One of max or min must be given")  # NumPy's words
+    if max is None:
+        return np.maximum(value, min, **kwargs)
+    if min is None:
+        return np.minimum(value, max, **kwargs)
+    return np.clip(value, min, max, **kwargs)
 
 
 def as_python_scalar(x):

@@ -1,7 +1,7 @@
 """NumPy functions that ``tf.experimental.numpy`` lacks, written in TensorFlow's
 operations with NumPy's meaning: order statistics (``median``, ``percentile``,
 ``quantile``, linear method), the NaN-ignoring reductions, ``trapezoid``,
-and ``searchsorted``.
+``searchsorted``, and ``var``/``std`` with ``ddof``.
 
 Each follows NumPy's own formulas, so that the values agree to the last bit where the
 operations do: ``median`` averages the two middle items (``(a + b) / 2``) where the
@@ -191,6 +191,33 @@ def searchsorted(a, v, side="left", sorter=None):
     return tf.reshape(found, tf.shape(v))
 
 
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        mean=None, correction=None):
+    """NumPy's: the mean subtracted, squares summed, divided by ``max(n - ddof, 0)``
+    (TensorFlow's NumPy takes no ``ddof``)."""
+    tf = _tf()
+    _refuse("var", out=out, where=where, mean=mean)
+    if correction is not None:
+        ddof = correction
+    a = _float(a) if dtype is None else tf.cast(a, tf.as_dtype(np.dtype(dtype)))
+    count = int(np.prod([a.shape[k] for k in _axes(axis, len(a.shape))], dtype=np.int64))
+    centred = a - tf.reduce_sum(a, axis=axis, keepdims=True) / tf.constant(count, a.dtype)
+    total = tf.reduce_sum(centred * centred, axis=axis, keepdims=keepdims)
+    return total / tf.constant(max(count - ddof, 0), a.dtype)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        mean=None, correction=None):
+    return _tf().sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                          correction=correction))
+
+
+def _axes(axis, rank: int) -> list:
+    if axis is None:
+        return list(range(rank))
+    return [k % rank for k in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+
+
 #: name -> (tf.experimental.numpy -> the function), as `numpy_dispatch._REPLACED` takes them
 REPLACED = {
     "median": lambda xp: median,
@@ -204,4 +231,6 @@ REPLACED = {
     "nanmean": lambda xp: _nanmean,
     "trapezoid": lambda xp: trapezoid,
     "searchsorted": lambda xp: searchsorted,
+    "var": lambda xp: var,
+    "std": lambda xp: std,
 }

@@ -103,6 +103,12 @@ def _advice(error: Exception) -> str:
             "has no len() (any, all, sum, min, max, sorted, len, list, tuple, iter, enumerate, zip "
             "of it). Pass the array it came from (any(v), not any(v[0])), or use np.any(x)."
         )
+    if isinstance(error, TypeError) and "unexpected keyword argument" in str(error):
+        return (
+            "The backend's version of this NumPy function lacks that argument: compute it "
+            "another way (np.where(mask, v, 0).sum() for sum(where=mask)), or run this "
+            "function on the NumPy or Torch backend."
+        )
     if "None" in str(error):
         return (
             "If it made or took None: None is not a batched value; use a number or array "

@@ -530,3 +530,14 @@ def lists_as_operands(v):
             np.where(v > 1, [1.0, 2.0, 3.0], v), np.concatenate([v, [7.0]]),
             np.stack([v, [1.0, 1.0, 1.0]]), (v == [0.3, 0.0, 0.7]).any(), f * [1.0, 2.0, 3.0],
             f + [1, 2, 3], np.percentile(v, [10, 90]), np.dot(f, [1.0, 0.0, -1.0]))
+
+
+def methods_with_arguments(v, m):
+    # ndarray.clip takes one bound alone; item(k) indexes the flattened array; ddof=
+    # (TensorFlow's NumPy has none)
+    return (v.clip(0), v.clip(max=1.0), v.clip(-1, 1), v.item(1), m.item(1, 2), m.item(4),
+            v.std(ddof=1), v.var(ddof=1), m.var(axis=0, ddof=1), m.std(axis=1), np.var(v))
+
+
+def sum_where(v):
+    return v.sum(where=v > 0)  # ERROR
