@@ -1,11 +1,11 @@
 """NumPy functions that ``tf.experimental.numpy`` lacks, written in TensorFlow's
 operations with NumPy's meaning: order statistics (``median``, ``percentile``,
 ``quantile``, linear method), the NaN-ignoring reductions, ``trapezoid``,
-``searchsorted``, and ``var``/``std`` with ``ddof``.
+``searchsorted``, ``interp``, and ``var``/``std`` with ``ddof``.
 
 Each follows NumPy's own formulas, so that the values agree to the last bit where the
 operations do: ``median`` averages the two middle items (``(a + b) / 2``) where the
-length is even; ``quantile`` takes the virtual index ``n * q + (1 - q) - 1`` and NumPy's
+length is even; ``quantile`` takes the virtual index ``(n - 1) * q`` and NumPy's
 ``lerp`` (from the upper item where the fraction is at least 0.5). A NaN makes an order
 statistic NaN, as in NumPy. Only the arguments listed are taken; any other (``out=``,
 ``weights=``, another ``method=``) is a ``TypeError`` naming it.
@@ -107,7 +107,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
     ordered, nan = _sorted_with_nan(moved)
     n = int(moved.shape[-1])
     q = _float64(q)
-    virtual = tf.constant(n, tf.float64) * q + (1 - q) - 1  # NumPy's, alpha = beta = 1
+    virtual = tf.constant(n - 1, tf.float64) * q  # NumPy's virtual index, linear method
     below = tf.clip_by_value(tf.floor(virtual), 0, n - 1)
     above = tf.clip_by_value(below + 1, 0, n - 1)
     fraction = tf.cast(virtual - below, a.dtype)
@@ -212,6 +212,36 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
                           correction=correction))
 
 
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """NumPy's piecewise-linear interpolation, in float64: ``fp[j]`` where ``x`` is
+    ``xp[j]`` itself, else the slope from ``xp[j]`` (from ``xp[j + 1]`` where that gives
+    NaN), ``left``/``right`` (``fp[0]``/``fp[-1]``) outside, NaN for a NaN ``x``."""
+    tf = _tf()
+    _refuse("interp", period=period)
+    x = tf.cast(tf.convert_to_tensor(x), tf.float64)
+    xp = tf.cast(tf.convert_to_tensor(xp), tf.float64)
+    fp = tf.cast(tf.convert_to_tensor(fp), tf.float64)
+    n = int(xp.shape[0])
+    if n == 0:
+        raise ValueError("array of sample points is empty")  # NumPy's words
+    low = fp[0] if left is None else tf.cast(left, tf.float64)
+    high = fp[n - 1] if right is None else tf.cast(right, tf.float64)
+    if n == 1:  # NumPy's own case: a NaN x compares neither below nor above
+        return tf.where(x < xp[0], low, tf.where(x > xp[0], high, fp[0]))
+    j = searchsorted(xp, x, side="right") - 1  # xp[j] <= x < xp[j + 1]
+    at = tf.clip_by_value(j, 0, n - 2)
+    x0, f0 = tf.gather(xp, at), tf.gather(fp, at)
+    x1, f1 = tf.gather(xp, at + 1), tf.gather(fp, at + 1)
+    slope = (f1 - f0) / (x1 - x0)
+    inner = slope * (x - x0) + f0
+    inner = tf.where(tf.math.is_nan(inner), slope * (x - x1) + f1, inner)
+    inner = tf.where(tf.math.is_nan(inner) & (f0 == f1), f0, inner)
+    inner = tf.where(x0 == x, f0, inner)
+    result = tf.where(j == n - 1, fp[n - 1], inner)
+    result = tf.where(x < xp[0], low, tf.where(x > xp[n - 1], high, result))
+    return tf.where(tf.math.is_nan(x), x, result)
+
+
 def _axes(axis, rank: int) -> list:
     if axis is None:
         return list(range(rank))
@@ -231,6 +261,7 @@ REPLACED = {
     "nanmean": lambda xp: _nanmean,
     "trapezoid": lambda xp: trapezoid,
     "searchsorted": lambda xp: searchsorted,
+    "interp": lambda xp: interp,
     "var": lambda xp: var,
     "std": lambda xp: std,
 }

@@ -42,7 +42,7 @@ counter_based_uniform more_methods equals_none_scalar equals_none_int
 equals_none_vector equals_none_in_helpers builtin_any_all builtin_any_in_condition
 builtin_all_of_a_tuple index_integer_arrays index_integer_arrays_apart
 membership_in_arrays order_statistics nan_reductions trapezoid_and_searchsorted
-lists_as_operands methods_with_arguments""".split()  # noqa: SIM905
+lists_as_operands methods_with_arguments interpolation""".split()  # noqa: SIM905
 
 #: Python raises on one example: batched, the same construct raises (word in the message)
 RAISES = {

@@ -541,3 +541,13 @@ def methods_with_arguments(v, m):
 
 def sum_where(v):
     return v.sum(where=v > 0)  # ERROR
+
+
+KNOTS = np.array([-1.0, 0.0, 0.0, 2.0, 3.5])
+
+
+def interpolation(v, x, y):
+    # at the knots, between them, outside (left/right), a repeated knot, NaN (y)
+    return (np.interp(x, KNOTS, [1.0, 2.0, 5.0, -1.0, 0.5]), np.interp(v, KNOTS, KNOTS * 2),
+            np.interp(x, [0.0, 1.0], [10.0, 20.0], left=-7.0, right=7.0),
+            np.interp(y, [-1.0, 1.0], [0.0, 1.0]), np.interp(x, [0.25], [3.0]))
