@@ -560,3 +560,10 @@ def sum_of_rows_from_an_array(m):
 @ctx.batch
 def sum_of_rows_from_zero(m):
     return sum(row for row in m)  # ERROR sum of rows
+
+
+@ctx.batch
+def branch_on_a_shape(v):
+    if v.ndim == 2:
+        return v.trace()  # ERROR shape branch
+    return v.sum()

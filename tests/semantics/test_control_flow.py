@@ -152,6 +152,16 @@ def test_a_sum_of_arrays_from_zero_says_to_start_from_an_array(backend_name):
     assert "sum(..., np.zeros(n))" in message and "__comp" not in message
 
 
+@backends.backend_param
+def test_a_shape_branch_whose_untaken_side_cannot_run_is_refused_at_that_side(backend_name):
+    # a known gap (docs/semantics.md): Python never runs v.trace() on a vector, but
+    # every side of a branch is compiled; the refusal names the side's line
+    fn = src.branch_on_a_shape
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        fn(np.array(_V), backend=backends.backend(backend_name))
+    assert f"control_flow_src.py:{_marked_line(fn, 'ERROR shape branch')}" in str(info.value)
+
+
 def _marked_line(fn, marker: str) -> int:
     lines, first = inspect.getsourcelines(fn)
     return next(first + i for i, line in enumerate(lines) if marker in line)
