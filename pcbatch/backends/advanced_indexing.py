@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from pcbatch.backends import per_example
+
 
 def needs_gather(index: Any) -> bool:
     """Whether ``index`` holds an integer array (NumPy's advanced indexing)."""
     parts = index if isinstance(index, tuple) else (index,)
-    return any(_is_integer_array(p) for p in parts)
+    return any(per_example.is_integer_array(p) for p in parts)
 
 
 def as_arrays(index: Any) -> Any:
@@ -66,12 +68,3 @@ def _full(parts: list, ndim: int) -> list:
         at = next(k for k, p in enumerate(parts) if p is Ellipsis)
         parts[at : at + 1] = [slice(None)] * (ndim - len(parts) + 1)
     return parts + [slice(None)] * (ndim - len(parts))
-
-
-def _is_integer_array(part: Any) -> bool:
-    if isinstance(part, (int, slice, np.generic)) or part is None or part is Ellipsis:
-        return False
-    shape, dtype = getattr(part, "shape", None), getattr(part, "dtype", None)
-    if shape is None or dtype is None or len(shape) == 0:
-        return False
-    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).kind in "iu"

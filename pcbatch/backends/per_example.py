@@ -332,18 +332,22 @@ def advanced_apart(parts: tuple) -> bool:
     beside them) are separated by a slice, ``...`` or ``None``: then NumPy puts their
     broadcast axes first (``t[0, :, [1, 0]]`` has the list's axis first), in front of a
     batch's axis too, so a batch must index its rows as one more advanced part."""
-    arrays = [k for k, p in enumerate(parts) if _is_integer_array(p)]
+    arrays = [k for k, p in enumerate(parts) if is_integer_array(p)]
     if not arrays:
         return False
     at = [k for k, p in enumerate(parts) if k in arrays or _is_int(p)]
     return at != list(range(at[0], at[-1] + 1))
 
 
-def _is_integer_array(part) -> bool:
-    if not isinstance(part, (list, np.ndarray)):
+def is_integer_array(part) -> bool:
+    """An index part of NumPy's advanced indexing: an integer array (of any library) or a
+    list of integers, of one dimension or more."""
+    if isinstance(part, list):
+        part = np.asarray(part)
+    shape, dtype = getattr(part, "shape", None), getattr(part, "dtype", None)
+    if shape is None or dtype is None or len(shape) == 0:
         return False
-    array = np.asarray(part)
-    return array.ndim > 0 and array.dtype.kind in "iu"
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype)).kind in "iu"
 
 
 def _is_int(part) -> bool:

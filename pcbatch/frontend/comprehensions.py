@@ -90,8 +90,6 @@ class _Hoister(ast.NodeTransformer):
             statements = getattr(node, field, None)
             if isinstance(statements, list) and all(isinstance(s, ast.stmt) for s in statements):
                 setattr(node, field, [s for stmt in statements for s in self.statement(stmt)])
-        for handler in getattr(node, "handlers", ()):
-            self.generic_visit(handler)
         return node
 
     def statement(self, stmt: ast.stmt) -> list:
