@@ -45,6 +45,7 @@ from pcbatch.errors import (
     where,
 )
 from pcbatch.ir.nodes import ControlFlowGraph, FunctionCallOp, PrimOp, Program, reads, writes
+from pcbatch.ir.setitem import SetItem
 from pcbatch.ir.types import (
     TensorType,
     Type,
@@ -61,7 +62,6 @@ from pcbatch.ir.types import (
     same_structure,
     type_key,
 )
-from pcbatch.ir.setitem import SetItem
 from pcbatch.passes import item_values
 
 MAX_SWEEPS = 200
