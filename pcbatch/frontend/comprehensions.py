@@ -1,5 +1,6 @@
-"""Rewriting ``sum``, ``any`` and ``all`` of a comprehension over per-example values into
-loops, before `desugar` (which then rewrites the loops over sequences).
+"""Rewriting ``sum``, ``any``, ``all``, ``max`` and ``min`` of a comprehension over
+per-example values into loops, before `desugar` (which then rewrites the loops over
+sequences).
 
 ``s = sum(w * a for a in v if a > 0)`` becomes, in front of its statement::
 
@@ -11,7 +12,11 @@ loops, before `desugar` (which then rewrites the loops over sequences).
 
 which is what Python's ``sum`` computes (``0 + e1 + e2 + ...``, left to right).
 ``any``/``all`` stop at the first true/false item, as Python's do, so an item after it
-is never computed. The comprehension's names are renamed (in Python they do not leak
+is never computed. ``max``/``min`` keep the first item, then each later one that
+compares greater (``item > best``; ``<`` for ``min``), Python's own comparisons, so
+ties and NaNs come out as in Python; with no item they take ``default=`` or fail as
+Python's ``ValueError`` for those examples (`runtime.EmptyReductionCheck`).
+The comprehension's names are renamed (in Python they do not leak
 into the function), and its first sequence is evaluated where Python evaluates it.
 
 A call is moved in front of its statement only where Python would evaluate it anyway
@@ -31,7 +36,10 @@ import itertools
 
 from pcbatch.frontend.parse import ParsedFunction, local_names
 
-REDUCERS = ("sum", "any", "all")
+REDUCERS = ("sum", "any", "all", "max", "min")
+
+#: the name of the check that ``max``/``min`` had an item (`to_ir` makes it a primitive)
+EMPTY_CHECK = "__pcb_nonempty"
 
 #: expressions that cannot raise or run user code: evaluating them first changes nothing
 _SAFE = (ast.Name, ast.Constant, ast.Attribute, ast.Tuple)
@@ -60,10 +68,7 @@ def _is_reduction(node: ast.AST, parsed: ParsedFunction, locals_: frozenset) -> 
         return False
     if not node.args or not isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp)):
         return False
-    extra = len(node.args) - 1 + len(node.keywords)
-    if name != "sum" and extra or extra > 1:
-        return False
-    if node.keywords and node.keywords[0].arg != "start":
+    if not _arguments_fit(name, node):
         return False
     comprehension = node.args[0]
     if any(
@@ -78,6 +83,31 @@ def _is_reduction(node: ast.AST, parsed: ParsedFunction, locals_: frozenset) -> 
         for g in comprehension.generators
         for n in ast.walk(g.iter)
     )
+
+
+def _arguments_fit(name: str, node: ast.Call) -> bool:
+    """The arguments beside the comprehension are ones the loop reproduces: ``sum``'s
+    ``start``; ``max``/``min``'s ``default`` when it is a name or a constant (the loop
+    reads it after the items, where Python evaluates it before them); no ``key``."""
+    keywords = [k.arg for k in node.keywords]
+    extra = node.args[1:]
+    if name == "sum":
+        return len(extra) + len(keywords) <= 1 and keywords in ([], ["start"])
+    if name in ("max", "min"):
+        return not extra and (
+            not keywords or keywords == ["default"] and _is_plain_value(node.keywords[0].value)
+        )
+    return not extra and not keywords
+
+
+def _is_plain_value(node: ast.expr) -> bool:
+    """A name, a constant, ``np.inf``, or minus one of those: evaluating it later than
+    Python does changes nothing."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, (ast.Name, ast.Constant))
 
 
 class _Hoister(ast.NodeTransformer):
@@ -204,6 +234,8 @@ def _loop(call: ast.Call, tag: str) -> tuple:
         init = _assign(acc, start)
         step = [_assign(acc, ast.BinOp(_load(acc), ast.Add(), elt))]
         stop = None
+    elif kind in ("max", "min"):
+        return _extreme_loop(call, generators, elt, tag)
     else:
         found = kind == "any"  # any: stops at a true item; all: at a false one
         init = _assign(acc, ast.Constant(not found))
@@ -213,16 +245,46 @@ def _loop(call: ast.Call, tag: str) -> tuple:
         if isinstance(comprehension, ast.ListComp):  # the list is built whole first
             step = [ast.If(test, [_assign(acc, ast.Constant(found))], [])]
             stop = None
-    body = step
+    return [init, *_nest(generators, step, stop)], _load(acc)
+
+
+def _nest(generators: list, body: list, stop: ast.expr | None) -> list:
+    """``body`` inside the comprehension's loops and filters; after each inner loop, the
+    outer one stops too where ``stop`` holds (an inner loop's break leaves one loop)."""
     for k, g in enumerate(reversed(generators)):
         for test in reversed(g.ifs):
             body = [ast.If(test, body, [])]
         loop = ast.For(target=g.target, iter=g.iter, body=body, orelse=[])
-        # an inner loop's break leaves one loop: each outer one stops after it too
         body = [loop] if k == len(generators) - 1 or stop is None else [
             loop, ast.If(copy.deepcopy(stop), [ast.Break()], [])
         ]
-    return [init, *body], _load(acc)
+    return body
+
+
+def _extreme_loop(call: ast.Call, generators: list, elt: ast.expr, tag: str) -> tuple:
+    """``max``/``min`` of a comprehension: the first item, then each later one that
+    compares greater (less), as Python's builtins compare. The best-so-far starts as
+    ``False``, a weak Python bool that takes the items' dtype in type inference and is
+    never read before the first item replaces it."""
+    acc, seen, item = (f"__comp{tag}_{part}" for part in ("acc", "seen", "item"))
+    greater = ast.Gt() if call.func.id == "max" else ast.Lt()
+    better = ast.Compare(_load(item), [greater], [_load(acc)])
+    step = [
+        _assign(item, elt),
+        ast.If(_load(seen), [ast.If(better, [_assign(acc, _load(item))], [])], [
+            _assign(acc, _load(item)), _assign(seen, ast.Constant(True)),
+        ]),
+    ]
+    init = [_assign(acc, ast.Constant(False)), _assign(seen, ast.Constant(False))]
+    if call.keywords:  # default=: the value where there is no item
+        empty = ast.If(ast.UnaryOp(ast.Not(), _load(seen)), [
+            _assign(acc, call.keywords[0].value)
+        ], [])
+    else:  # Python's ValueError for the examples with no item
+        check = ast.Call(ast.Name(EMPTY_CHECK, ast.Load()),
+                         [_load(seen), ast.Constant(call.func.id)], [])
+        empty = _assign(seen, check)
+    return [*init, *_nest(generators, step, None), empty], _load(acc)
 
 
 class _Rename(ast.NodeTransformer):

@@ -560,9 +560,10 @@ class _Fence(ast.NodeVisitor):
                 self.reject(
                     node.iter,
                     "a comprehension over per-example values runs only as sum(...), "
-                    "any(...) or all(...) of it, as the value of an assignment, a return or "
-                    "an if test that Python always evaluates (not behind and/or/if-else or "
-                    "after a call in the same statement); write it as a for loop (for a in "
+                    "any(...), all(...), max(...) or min(...) of it (no key=), as the "
+                    "value of an assignment, a return or an if test that Python always "
+                    "evaluates (not behind and/or/if-else or after a call in the same "
+                    "statement); write it as a for loop (for a in "
                     "v: ...), or use array operations",
                 )
         self.generic_visit(node)

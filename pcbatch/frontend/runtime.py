@@ -7,6 +7,7 @@ become these NumPy forms, and a branch condition becomes one bool per example.
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 
@@ -204,6 +205,45 @@ class RangeStepCheck:
 
 def _pass_through(value):
     return value
+
+
+def _empty_message(builtin: str) -> str:
+    """This Python's own words for ``max()``/``min()`` of no items (they changed in 3.12)."""
+    try:
+        getattr(builtins, builtin)(())
+    except ValueError as error:
+        return str(error)
+    raise AssertionError(f"{builtin}(()) did not raise")
+
+
+class EmptyReductionCheck:
+    """``max``/``min`` of a comprehension's items (`pcbatch.frontend.comprehensions`):
+    the check that there was an item, as a batched primitive returning ``seen``. Python
+    raises ValueError for an example with none; raised at once on NumPy, after the run
+    on staged backends (as range()'s zero step, `RangeStepCheck`)."""
+
+    def __init__(self, builtin: str, where: str):
+        self.builtin, self.where = builtin, where
+        self.__name__ = f"{builtin}_nonempty_check"
+
+    def __call__(self, seen):
+        if not np.all(seen):
+            raise self.error()
+        return seen
+
+    @staticmethod
+    def faulting(seen):
+        return np.logical_not(seen)
+
+    def error(self) -> ValueError:
+        from pcbatch.errors import lane_check_failed
+
+        return lane_check_failed(ValueError(
+            f"{_empty_message(self.builtin)} (at {self.where}), as Python says for each "
+            f"example with no item: give {self.builtin}(..., default=...) a value for them"
+        ))
+
+    for_backend = RangeStepCheck.for_backend
 
 
 #: ``int(1e20)`` (the wording of `IntConversionGuard`'s message)

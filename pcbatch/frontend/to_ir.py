@@ -29,7 +29,7 @@ import numpy as np
 from pcbatch import callbacks
 from pcbatch.dsl import FunctionBuilder
 from pcbatch.errors import AutobatchSyntaxError, StaticValueError
-from pcbatch.frontend import runtime, statics
+from pcbatch.frontend import comprehensions, runtime, statics
 from pcbatch.frontend.parse import ParsedFunction, local_names
 from pcbatch.ir.nodes import SourceLoc
 from pcbatch.ir.setitem import FULL_SLICE, SetItem
@@ -749,6 +749,10 @@ class Translator:
                                  node)
 
 
+def _is_empty_check(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id == comprehensions.EMPTY_CHECK
+
+
 class _Hoister(ast.NodeTransformer):
     """Replaces batched calls and real short-circuits by temporaries, in evaluation order,
     and Python's boolean operators by their per-example forms."""
@@ -770,6 +774,8 @@ class _Hoister(ast.NodeTransformer):
             # pow(a, b), np.power(a, b) are a ** b: the same guard (`visit_BinOp`)
             power = ast.BinOp(left=node.args[0], op=ast.Pow(), right=node.args[1])
             return self.visit_BinOp(ast.copy_location(power, node))
+        if _is_empty_check(node):
+            return self._temp(self._empty_check(node), node)
         self._list_as_array(node)
         form = self.t.builtin_form(node) or self.t.numpy_form(node)
         self._guard_int_conversion(node, form)
@@ -806,6 +812,13 @@ class _Hoister(ast.NodeTransformer):
             return
         convert = ast.Name(id="__pcb_asarray", ctx=ast.Load())
         node.args[0] = ast.copy_location(ast.Call(func=convert, args=[first], keywords=[]), first)
+
+    def _empty_check(self, node: ast.Call) -> str:
+        """``max``/``min`` of a comprehension with no item (`comprehensions`): Python's
+        ValueError for those examples, at the call's line."""
+        seen, builtin = node.args
+        check = runtime.EmptyReductionCheck(builtin.value, str(self.t.loc(node)))
+        return self.t.fb.prim(check, self.t.value(seen), out=self.t.fresh(), name=check.__name__)
 
     def _guard_int_conversion(self, node: ast.Call, form: str | None) -> None:
         """``int(x)``, ``round(x)`` of a per-example value: ``x`` computed first, then

@@ -562,6 +562,50 @@ def sum_of_rows_from_zero(m):
     return sum(row for row in m)  # ERROR sum of rows
 
 
+# -- max / min of a comprehension ---------------------------------------------------
+@ctx.batch
+def max_of_a_generator(v):
+    return max(a * 2.0 for a in v if a > -2.5)
+
+
+@ctx.batch
+def min_of_a_list_with_a_default(v):
+    m = min([abs(a) for a in v if a > 0], default=-1)
+    return m
+
+
+@ctx.batch
+def max_over_a_counted_range(n):
+    return max((k * (5 - k) for k in range(n)), default=-100)
+
+
+@ctx.batch
+def max_of_comparisons(v):
+    return max(a > 1 for a in v)  # a bool, as Python's
+
+
+@ctx.batch
+def max_and_min_keep_pythons_first_item(v):
+    # Python compares item > best: a NaN first stays; a NaN later is never greater
+    return max(a for a in v), min(a for a in v)
+
+
+@ctx.batch
+def max_of_pairs_of_items(v, w):
+    best = max(a * b for a in v for b in w if a != b)
+    return best
+
+
+@ctx.batch
+def max_with_a_key(v):
+    return max((a for a in v), key=abs)  # ERROR key
+
+
+@ctx.batch
+def max_of_no_items(v):
+    return max(a for a in v if a > 10.0)  # ERROR empty
+
+
 @ctx.batch
 def branch_on_a_shape(v):
     if v.ndim == 2:

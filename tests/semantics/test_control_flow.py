@@ -110,6 +110,14 @@ CASES = [
     ("any_stops_at_the_first_true_item", np.abs(_V) + 1.0, [[0, 7], [2, 9], [1, -8]]),
     ("reductions_in_one_statement", _V, _W),
     ("sum_of_rows_from_an_array", np.arange(18.0).reshape(3, 3, 2)),
+    # max / min of a comprehension
+    ("max_of_a_generator", _V),
+    ("min_of_a_list_with_a_default", [[-1, -2, 0], [4, 5, 6], [-3, 2, 2]]),
+    ("max_over_a_counted_range", [0, 1, 3, 6]),
+    ("max_of_comparisons", _V),
+    ("max_and_min_keep_pythons_first_item",
+     np.array([[np.nan, 1.0, 2.0], [1.0, np.nan, 0.5], [0.0, -0.0, 0.0]], np.float32)),
+    ("max_of_pairs_of_items", _V, _W),
 ]
 
 
@@ -150,6 +158,29 @@ def test_a_sum_of_arrays_from_zero_says_to_start_from_an_array(backend_name):
     message = str(info.value)
     assert f"control_flow_src.py:{_marked_line(fn, 'ERROR sum of rows')}" in message
     assert "sum(..., np.zeros(n))" in message and "__comp" not in message
+
+
+@backends.backend_param
+def test_max_with_a_key_is_refused_at_its_line(backend_name):
+    fn = src.max_with_a_key
+    with pytest.raises(pcbatch.AutobatchSyntaxError) as info:
+        fn(np.array(_V), backend=backends.backend(backend_name))
+    assert f"line {_marked_line(fn, 'ERROR key')}" in str(info.value)
+    assert "no key=" in str(info.value)
+
+
+@backends.backend_param
+def test_max_of_no_items_is_pythons_value_error_for_those_examples(backend_name):
+    fn = src.max_of_no_items
+    v = np.array([[11.0, 12.0], [1.0, 2.0], [13.0, 0.0]])
+    with pytest.raises(ValueError, match=r"max\(\) (arg is an empty sequence|iterable "
+                       r"argument is empty)") as info:
+        fn(v, backend=backends.backend(backend_name))
+    assert f"control_flow_src.py:{_marked_line(fn, 'ERROR empty')}" in str(info.value)
+    assert "default=" in str(info.value)
+    result, status = fn(v, backend=backends.backend(backend_name), return_status=True)
+    assert [pcbatch.LaneStatus(s).name for s in np.asarray(status)] == ["OK", "ERROR", "OK"]
+    np.testing.assert_array_equal(np.asarray(result)[[0, 2]], [12.0, 13.0])
 
 
 @backends.backend_param
