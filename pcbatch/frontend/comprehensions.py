@@ -78,10 +78,16 @@ def _is_reduction(node: ast.AST, parsed: ParsedFunction, locals_: frozenset) -> 
         for inner in ast.walk(part)
     ) or any(g.is_async for g in comprehension.generators):
         return False
-    return any(  # over a local: the fence would refuse it (others are unrolled)
-        isinstance(n, ast.Name) and n.id in locals_
-        for g in comprehension.generators
-        for n in ast.walk(g.iter)
+    # Over a local: the fence would refuse it. Over constants, the comprehension runs
+    # inside one primitive on the whole batch, which is Python's meaning only for a sum
+    # of per-example items: a filter, or any/all/max/min, test each item's truth.
+    def reads_locals(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id in locals_ for n in ast.walk(node))
+
+    generators = comprehension.generators
+    return (
+        any(reads_locals(g.iter) or any(map(reads_locals, g.ifs)) for g in generators)
+        or name != "sum" and reads_locals(comprehension.elt)
     )
 
 

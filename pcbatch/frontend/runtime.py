@@ -8,6 +8,7 @@ become these NumPy forms, and a branch condition becomes one bool per example.
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import operator
 
@@ -476,6 +477,10 @@ def _any_or_all(builtin):
     reduce = np.any if builtin is any else np.all
 
     def any_or_all(items):
+        if inspect.isgenerator(items):  # of a comprehension the frontend left in its line
+            items = tuple(items)
+            if all(map(_is_plain, items)):
+                return builtin(items)
         if _is_plain(items) and not isinstance(items, (str, bytes)):
             return builtin(items)  # Python's TypeError: not iterable
         if isinstance(items, (tuple, list)):

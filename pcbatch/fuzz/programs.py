@@ -20,8 +20,10 @@ int values), conditional expressions, chained comparisons, guarded operations th
 raise or warn where the guard fails (``a // n if n != 0 else a``, ``0 <= n < 5 and
 2 ** n > 3``), int8 arithmetic with Python ints (``x.astype(np.int8) + i``, in range),
 calls, self and mutual recursion,
-tuple results and unpacking, int scalars, an int array ``v`` of event shape
-(2,) (indexed, reversed, summed) and float arrays of several event shapes.
+tuple results and unpacking, ``sum``/``any``/``all``/``max``/``min`` of comprehensions
+over per-example items (filtered too; ``max``/``min`` with ``default=``), int scalars,
+an int array ``v`` of event shape (2,) (indexed, reversed, summed) and float arrays of
+several event shapes.
 Item assignment: ``v[i] = e`` and ``v[i] += e`` on the int64 ``v``, and on two
 buffers made in each function, ``w`` of a narrow int dtype (int8, int16 or uint8) and
 ``u`` of float32 or float64 (``w[i] = np.clip(e, -100, 100)``, ``w[i] += 2``,
@@ -263,7 +265,7 @@ class _Function:
 
     def statement(self, depth: int, scope: tuple, loop: bool) -> None:
         nested = depth < 4
-        kinds = ["int", "float", "int", "float", "vec", "item", "item"]
+        kinds = ["int", "float", "int", "float", "vec", "item", "item", "reduce"]
         if nested:
             kinds += ["if", "if", "while", "for"]
         if self.calls_left and len(scope) <= 1:  # calls in nested loops would multiply
@@ -383,6 +385,35 @@ class _Function:
             self.emit(depth + 1, f"y = y + {item}")
         self.block(depth + 1, (*scope, var), True, self.c.integer(1, 3))
         self.emit(depth, f"b = b + {var}")  # the last item: every sequence here has one
+
+    def stmt_reduce(self, depth, scope, loop) -> None:
+        """``sum``, ``any``, ``all``, ``max`` or ``min`` of a comprehension over
+        per-example items (``v``'s, a counted ``range``'s, the float buffer ``u``'s), with
+        or without a filter; ``max``/``min`` with a ``default=`` where a filter may leave
+        no item."""
+        self.loops += 1
+        var = f"k{self.loops}"
+        inner = (*scope, var)
+        form = self.c.integer(0, 4)
+        if form == 4:  # floats: the buffer's items, float32 or float64
+            start = self.pick(["", ", y", ", 0.5"])
+            self.emit(depth, f"y = y + sum(({var} * 0.5 for {var} in u){start})")
+            return
+        source = self.pick(["v", "np.array(v)",
+                            f"range(np.clip({self.int_expr(scope, 1)}, 0, {MAX_TRIPS}))"])
+        items = f"{self.int_expr(inner, 1)} for {var} in {source}"
+        if self.c.integer(0, 1):
+            items += f" if {self.cond(inner, 0)}"
+        if form == 0:
+            brackets = self.pick([("", ""), ("[", "]")])  # a generator or a list
+            self.emit(depth, f"b = sum({brackets[0]}{items}{brackets[1]})")
+        elif form == 1:
+            extreme = self.pick(["max", "min"])
+            self.emit(depth, f"a = {extreme}(({items}), default={self.c.integer(-2, 3)})")
+        else:
+            test = f"{self.cond(inner, 0)} for {var} in {source}"
+            self.emit(depth, f"if {self.pick(['any', 'all'])}({test}):")
+            self.block(depth + 1, scope, loop, self.c.integer(1, 2))
 
     def stmt_call(self, depth, scope, loop) -> None:
         self.calls_left -= 1

@@ -597,6 +597,14 @@ def max_of_pairs_of_items(v, w):
 
 
 @ctx.batch
+def reductions_over_constants_of_per_example_items(x):
+    # the items are per example although the sequences are constants
+    first = any(x > k for k in range(3))
+    low = min((x * k for k in (2, -1, 1) if x * k < 1.0), default=9.0)
+    return first, low, sum(x for k in range(4) if x > k)
+
+
+@ctx.batch
 def max_with_a_key(v):
     return max((a for a in v), key=abs)  # ERROR key
 

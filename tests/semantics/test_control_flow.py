@@ -118,6 +118,7 @@ CASES = [
     ("max_and_min_keep_pythons_first_item",
      np.array([[np.nan, 1.0, 2.0], [1.0, np.nan, 0.5], [0.0, -0.0, 0.0]], np.float32)),
     ("max_of_pairs_of_items", _V, _W),
+    ("reductions_over_constants_of_per_example_items", [-1.0, 0.5, 2.5, 3.5]),
 ]
 
 
