@@ -38,7 +38,8 @@ pack, so a run that is stopped can quote its count.
 ``jax_eager`` and ``tensorflow_eager`` run the same staged machine op by op, without
 compiling (`pcbatch.fuzz.eager`): about 1 CPU second per program on either (JAX's
 compile alone costs about 4, TensorFlow's graph mode more), testing everything but the
-compiler.
+compiler. ``torch`` is the Torch backend (eager, on the CPU unless Torch's default
+device says otherwise).
 """
 
 from __future__ import annotations
@@ -47,19 +48,24 @@ import argparse
 import contextlib
 import gc
 import os
+import pathlib
 import sys
 import tempfile
 import time
 import traceback
 
-import numpy as np
+# benchmarks/torch.py would be ``import torch`` with this folder first on sys.path
+_HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != _HERE]
 
-from pcbatch.fuzz import eager as fuzz_eager
-from pcbatch.fuzz import pack as fuzz_pack
-from pcbatch.fuzz import programs as fuzz
+import numpy as np  # noqa: E402
+
+from pcbatch.fuzz import eager as fuzz_eager  # noqa: E402
+from pcbatch.fuzz import pack as fuzz_pack  # noqa: E402
+from pcbatch.fuzz import programs as fuzz  # noqa: E402
 
 BACKENDS = ("numpy", "stackless", "returns_first", "jax", "tensorflow", "tensorflow_xla",
-            "jax_eager", "tensorflow_eager")
+            "torch", "jax_eager", "tensorflow_eager")
 
 
 def options_for(name: str) -> dict:
@@ -85,6 +91,10 @@ def options_for(name: str) -> dict:
         from pcbatch.backends.tensorflow import TensorFlowBackend
 
         return {"backend": TensorFlowBackend(jit_compile=name == "tensorflow_xla")}
+    if name == "torch":
+        from pcbatch.backends.torch import TorchBackend
+
+        return {"backend": TorchBackend()}
     raise ValueError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
 
 
