@@ -730,6 +730,7 @@ NAMESPACE = {
     "__pcb_unshared": unshared,
     **{f"__pcb_math_{f.__name__}": form for f, form in MATH_FORMS.items()},
     "__pcb_truthy": truthy,
+    "__pcb_shape_truth": truthy,  # an if test on shapes only (`to_ir.Translator.condition`)
     "__pcb_select": select,
     "__pcb_not": logical_not,
     "__pcb_and": logical_and,

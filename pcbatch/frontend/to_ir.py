@@ -33,9 +33,21 @@ from pcbatch.frontend import comprehensions, runtime, statics
 from pcbatch.frontend.parse import ParsedFunction, local_names
 from pcbatch.ir.nodes import SourceLoc
 from pcbatch.ir.setitem import FULL_SLICE, SetItem
+from pcbatch.passes import shape_branches
 
 #: what `Translator.constant_of` returns for a local or an unknown name
 _NOT_CONSTANT = object()
+
+#: the truth of an ``if`` test decided by shapes (`Translator.condition`)
+_SHAPE_TRUTH = "__pcb_shape_truth"
+_SHAPE_ATTRIBUTES = frozenset({"ndim", "shape", "size"})
+#: the frontend's own per-example forms a shape test may hold (`_Hoister`)
+_PURE_FORMS = frozenset({_SHAPE_TRUTH, "__pcb_and", "__pcb_or", "__pcb_not", "__pcb_select"})
+_SHAPE_TEST_NODES = (
+    ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare,
+    ast.BoolOp, ast.UnaryOp, ast.BinOp, ast.cmpop, ast.boolop, ast.unaryop, ast.operator,
+    ast.expr_context,
+)
 
 _SAFE_UNARY = (ast.Not, ast.USub, ast.UAdd, ast.Invert)
 #: never raise on numbers (integers wrap as they do wherever they are computed); ``&``,
@@ -410,7 +422,7 @@ class Translator:
             # scalar): only the branch Python takes is compiled
             return self.body(stmt.body if test else stmt.orelse)
         self.no_static_writes(stmt, "inside an if on per-example values")
-        cond = self.condition(stmt.test)
+        cond = self.condition(stmt.test, by_shapes=self.reads_only_shapes(stmt.test))
         before = set(self.assigned)
         with self.fb.if_(cond), self.per_example_path():
             body_ends = self.body(stmt.body)
@@ -582,10 +594,54 @@ class Translator:
     def out(self, out: Any) -> Any:
         return self.fresh() if out is None else out
 
-    def condition(self, test: ast.expr) -> str:
-        """A per-thread bool variable for an ``if``/``while`` test."""
+    def condition(self, test: ast.expr, by_shapes: bool = False) -> str:
+        """A per-thread bool variable for an ``if``/``while`` test. One that reads
+        per-example values only through their shapes is one primitive, marked: type
+        inference decides it when compiling (`pcbatch.passes.shape_branches`)."""
         with self.fb.at(self.loc(test)):
+            if by_shapes:  # shapes are Python ints: and/or/calls run as Python runs them
+                truth = ast.Call(ast.Name(_SHAPE_TRUTH, ast.Load()), [copy.deepcopy(test)], [])
+                return self.primitive(ast.copy_location(truth, test), self.fresh())
             return self.truth(self.value(test))
+
+    def reads_only_shapes(self, test: ast.expr, names: frozenset | None = None) -> bool:
+        """Whether ``test`` reads a per-example value (a local, or one of ``names``), and
+        reads each one only through its shape (``v.ndim``, ``v.shape``, ``v.size``,
+        ``len(v)``, ``np.ndim(v)``, ``np.shape(v)``, ``np.size(v)``), with constants,
+        arithmetic, comparisons and Python's boolean operators."""
+        names = self.locals if names is None else names
+        parents = {child: node for node in ast.walk(test) for child in ast.iter_child_nodes(node)}
+        reads = False
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and node.id in names:
+                parent = parents.get(node)
+                if not (
+                    isinstance(parent, ast.Attribute) and parent.attr in _SHAPE_ATTRIBUTES
+                    or isinstance(parent, ast.Call) and parent.args == [node]
+                    and self.measures_shapes(parent.func)
+                ):
+                    return False
+                reads = True
+            elif isinstance(node, ast.Call):
+                if node.keywords or not self.is_shape_function(node.func):
+                    return False
+            elif not isinstance(node, _SHAPE_TEST_NODES):
+                return False
+        return reads
+
+    def is_shape_function(self, func: ast.expr) -> bool:
+        """A function a shape test may call: one of `measures_shapes`, or the frontend's
+        own boolean forms."""
+        if isinstance(func, ast.Name) and func.id in _PURE_FORMS:
+            return True
+        return self.measures_shapes(func)
+
+    def measures_shapes(self, func: ast.expr) -> bool:
+        """``len``, ``np.ndim``, ``np.shape``, ``np.size``, by any name they have here."""
+        value = self.constant_of(func)
+        if value is _NOT_CONSTANT and isinstance(func, ast.Name) and func.id not in self.locals:
+            value = getattr(builtins, func.id, _NOT_CONSTANT)
+        return any(value is f for f in (len, np.ndim, np.shape, np.size))
 
     def truth(self, variable: str) -> str:
         return self.fb.prim(
@@ -612,6 +668,9 @@ class Translator:
         declared = _declared_weak_results(residual, params, self.namespace)
         if declared is not None:
             function.weak_results = declared
+        if _is_shape_truth(residual) and self.reads_only_shapes(residual, frozenset(params)):
+            # still so after the hoisting: no input is a value computed before it
+            setattr(function, shape_branches.MARK, True)
         if _operators_only(residual, frozenset(params)):
             # Raw batches aligned to one rank compute it as one example would: NumPy's
             # vectorize may skip its per-example wrappers (`batched_array.vectorize`).
@@ -747,6 +806,12 @@ class Translator:
             return node
         return ast.copy_location(ast.Name(id=self.value(node, out=self.fresh()), ctx=ast.Load()),
                                  node)
+
+
+def _is_shape_truth(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
+        node.func.id == _SHAPE_TRUTH
+    )
 
 
 def _is_empty_check(node: ast.Call) -> bool:

@@ -62,7 +62,7 @@ from pcbatch.ir.types import (
     same_structure,
     type_key,
 )
-from pcbatch.passes import item_values
+from pcbatch.passes import item_values, shape_branches
 
 MAX_SWEEPS = 200
 _DUMMY_BATCHES = (2, 3)  # two sizes tell a batched result from a broadcast constant
@@ -436,14 +436,41 @@ class _Inference:
                 self.bind_outputs(op, actual_out, self.types[formal_out])
 
     def sweep(self) -> None:
-        for function in self.program.functions:
+        for function, blocks in self.live_blocks():
             self.apply_type_inference(function)
-            for block in function.graph:
+            for block in blocks:
                 for op in block.instructions:
                     if isinstance(op, PrimOp):
                         self.visit_prim(op)
                     elif isinstance(op, FunctionCallOp):
                         self.visit_call(op)
+
+    # -- branches decided by shapes (`shape_branches`) ---------------------------------
+    def decision(self, block):
+        test = shape_branches.shape_test(block)
+        return shape_branches.BOTH if test is None else shape_branches.decide(test, self.types)
+
+    def live_blocks(self) -> list:
+        """``(function, blocks)`` for each function that main's reachable blocks call, with
+        its own reachable blocks: a side of a branch decided by shapes that Python does
+        not run is neither typed nor compiled."""
+
+        def next_labels(block):
+            return shape_branches.taken(block, self.decision(block))
+
+        live, todo, seen = [], [self.program.main], set()
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            function = self.program.function(name)
+            blocks = shape_branches.reachable(function.graph, next_labels)
+            live.append((function, blocks))
+            todo.extend(op.function for block in blocks for op in block.instructions
+                        if isinstance(op, FunctionCallOp))
+        order = {f.name: k for k, f in enumerate(self.program.functions)}
+        return sorted(live, key=lambda item: order[item[0].name])
 
     def marked_program(self) -> Program:
         """The program with each primitive that reads weak and strong values marking the
@@ -465,12 +492,13 @@ class _Inference:
 
         self.check_literals()
         functions = []
-        for function in self.program.functions:
+        for function, live in self.live_blocks():
             blocks = tuple(
                 dataclasses.replace(
-                    block, instructions=tuple(o for op in block.instructions for o in expand(op))
+                    shape_branches.fold(block, self.decision(block)),
+                    instructions=tuple(o for op in block.instructions for o in expand(op)),
                 )
-                for block in function.graph
+                for block in live
             )
             functions.append(dataclasses.replace(function, graph=ControlFlowGraph(blocks)))
         return self.program.replace(functions=tuple(functions), var_types=self.types)
@@ -480,8 +508,8 @@ class _Inference:
         a ``return``, or as a call's argument) must keep its value there."""
         literals: dict = {}  # variable -> [(value, loc)] of the literals it may hold
         edges = []  # (source, target): a copy or an argument / result passing
-        for function in self.program.functions:
-            for block in function.graph:
+        for _, blocks in self.live_blocks():
+            for block in blocks:
                 for op in block.instructions:
                     self.literal_flow(op, literals, edges)
         changed = True
@@ -516,9 +544,9 @@ class _Inference:
             edges.extend(zip(op.vars_in, flatten(op.vars_out)))
 
     def check_complete(self) -> None:
-        for function in self.program.functions:
+        for function, blocks in self.live_blocks():
             self.apply_type_inference(function)
-            for block in function.graph:
+            for block in blocks:
                 for op in block.instructions:
                     for var in list(reads(op)) + list(writes(op)):
                         if var not in self.types:

@@ -617,5 +617,35 @@ def max_of_no_items(v):
 @ctx.batch
 def branch_on_a_shape(v):
     if v.ndim == 2:
-        return v.trace()  # ERROR shape branch
+        return v.trace()  # not a vector's method
     return v.sum()
+
+
+@ctx.batch
+def shape_tests_in_an_elif_chain(v):
+    if len(v) > 5:
+        r = v[5]
+    elif np.ndim(v) == 1 and v.shape[0] >= 2:
+        r = v[1] * 10.0
+    else:
+        r = v[0]
+    return r
+
+
+@ctx.batch
+def shape_test_in_a_called_function(v):
+    return branch_on_a_shape(v) + np.size(v)
+
+
+@ctx.batch
+def shape_and_value_test(v, k):
+    if v.size == 4 and k > 0:  # reads k's value: decided per example
+        return v[3]
+    return v[0] - 1.0
+
+
+@ctx.batch
+def shape_test_short_circuits_as_python_does(x):
+    if x.ndim > 0 and len(x) > 2:  # len() of a number would raise: Python never calls it
+        return x[2]
+    return np.sum(x)

@@ -184,14 +184,30 @@ def test_max_of_no_items_is_pythons_value_error_for_those_examples(backend_name)
     np.testing.assert_array_equal(np.asarray(result)[[0, 2]], [12.0, 13.0])
 
 
-@backends.backend_param
-def test_a_shape_branch_whose_untaken_side_cannot_run_is_refused_at_that_side(backend_name):
-    # a known gap (docs/semantics.md): Python never runs v.trace() on a vector, but
-    # every side of a branch is compiled; the refusal names the side's line
-    fn = src.branch_on_a_shape
-    with pytest.raises(pcbatch.TypeInferenceError) as info:
-        fn(np.array(_V), backend=backends.backend(backend_name))
-    assert f"control_flow_src.py:{_marked_line(fn, 'ERROR shape branch')}" in str(info.value)
+# Branches on shapes: the side Python does not run may not run on these shapes at all
+# (v.trace() of a vector, v[5] of a short vector); it is neither typed nor compiled.
+SHAPE_CASES = [
+    ("branch_on_a_shape", _V),
+    ("branch_on_a_shape", np.arange(12.0).reshape(3, 2, 2)),
+    ("shape_tests_in_an_elif_chain", np.arange(6.0).reshape(3, 2)),
+    ("shape_tests_in_an_elif_chain", np.arange(21.0).reshape(3, 7)),
+    ("shape_tests_in_an_elif_chain", np.arange(3.0).reshape(3, 1)),
+    ("shape_test_in_a_called_function", np.arange(12.0).reshape(3, 2, 2)),
+    ("shape_test_in_a_called_function", _V),
+    ("shape_and_value_test", np.ones((3, 4)), [1, -1, 2]),
+    ("shape_test_short_circuits_as_python_does", [1.5, -2.0, 0.0]),
+    ("shape_test_short_circuits_as_python_does", _V),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "backend_name"),
+    tiers.in_turn([pytest.param(c, id=f"{c[0]}-{np.ndim(c[1])}d") for c in SHAPE_CASES],
+                  backends.BACKEND_NAMES),
+)
+def test_a_branch_on_shapes_compiles_only_the_side_python_runs(case, backend_name):
+    name, *args = case
+    _check(getattr(src, name), backend_name, *args)
 
 
 def _marked_line(fn, marker: str) -> int:
