@@ -21,7 +21,8 @@ raise or warn where the guard fails (``a // n if n != 0 else a``, ``0 <= n < 5 a
 2 ** n > 3``), int8 arithmetic with Python ints (``x.astype(np.int8) + i``, in range),
 calls, self and mutual recursion,
 tuple results and unpacking, ``sum``/``any``/``all``/``max``/``min`` of comprehensions
-over per-example items (filtered too; ``max``/``min`` with ``default=``), int scalars,
+over per-example items (filtered too; ``max``/``min`` with ``default=``), ``if`` tests
+on shapes whose taken side indexes what only those shapes have, int scalars,
 an int array ``v`` of event shape (2,) (indexed, reversed, summed) and float arrays of
 several event shapes.
 Item assignment: ``v[i] = e`` and ``v[i] += e`` on the int64 ``v``, and on two
@@ -72,6 +73,14 @@ MAX_DEPTH_ARG = 3  # the recursion budget ``d`` of main's inputs
 MAX_TRIPS = 3  # the most iterations of any one loop
 VEC_SIZE = 2  # the event size of the int array ``v`` every function keeps
 INDENT = "    "
+#: tests on ``x``'s event shape, each with an item of ``x`` that exists where it holds
+SHAPE_TESTS = (
+    ("x.ndim >= 1", "x[0]"),
+    ("np.ndim(x) == 2", "x[1, 0]"),
+    ("len(np.shape(x)) > 0 and x.shape[0] == 3", "x[2]"),
+    ("x.size > 1", "np.ravel(x)[1]"),
+    ("not x.ndim", "x * 0.5"),
+)
 HEADER = "import numpy as np\n\nimport pcbatch\n\nctx = pcbatch.Context()\n"
 
 
@@ -267,7 +276,7 @@ class _Function:
         nested = depth < 4
         kinds = ["int", "float", "int", "float", "vec", "item", "item", "reduce"]
         if nested:
-            kinds += ["if", "if", "while", "for"]
+            kinds += ["if", "if", "while", "for", "shape"]
         if self.calls_left and len(scope) <= 1:  # calls in nested loops would multiply
             kinds.append("call")
         if loop:
@@ -324,6 +333,19 @@ class _Function:
         for _ in range(self.c.integer(0, 1)):
             self.emit(depth, f"elif {self.cond(scope, 1)}:")
             self.block(depth + 1, scope, loop, self.c.integer(1, 2))
+        if self.c.integer(0, 1):
+            self.emit(depth, "else:")
+            self.block(depth + 1, scope, loop, self.c.integer(1, 2))
+
+    def stmt_shape(self, depth, scope, loop) -> None:
+        """An ``if`` on the event shape of ``x``, whose taken side reads an item that only
+        exists on the shapes it tests (``x[0]`` of a number is an error): a batched run
+        must compile that side alone (`pcbatch.passes.shape_branches`)."""
+        test, item = self.pick(SHAPE_TESTS)
+        self.emit(depth, f"if {test}:")
+        self.emit(depth + 1, f"y = y + {item}")
+        if self.c.integer(0, 1):
+            self.block(depth + 1, scope, loop, 1)
         if self.c.integer(0, 1):
             self.emit(depth, "else:")
             self.block(depth + 1, scope, loop, self.c.integer(1, 2))
