@@ -745,7 +745,7 @@ class Translator:
         so each operand runs only for the threads that Python evaluates it for."""
         result = out if self.may_write_early(node, out) else self.fresh()
         if isinstance(node, ast.IfExp):
-            cond = self.condition(node.test)
+            cond = self.condition(node.test, by_shapes=self.reads_only_shapes(node.test))
             with self.fb.if_(cond):
                 self.value(node.body, out=result)
             with self.fb.else_():
@@ -937,7 +937,9 @@ class _Hoister(ast.NodeTransformer):
         return result
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
-        if not _is_trivially_pure(node, self.t.surely_bound):
+        if not _is_trivially_pure(node, self.t.surely_bound) or self.t.reads_only_shapes(
+            node.test
+        ):  # on shapes: the side Python does not run is not compiled either
             return self._temp(self.t.short_circuit(node, None), node)
         node = self.generic_visit(node)
         call = ast.Call(

@@ -645,6 +645,12 @@ def shape_and_value_test(v, k):
 
 
 @ctx.batch
+def shape_tests_in_conditional_expressions(v):
+    t = v.trace() if v.ndim == 2 else v.sum()
+    return t + (v[1, 0] if np.ndim(v) > 1 else v[0])
+
+
+@ctx.batch
 def shape_test_short_circuits_as_python_does(x):
     if x.ndim > 0 and len(x) > 2:  # len() of a number would raise: Python never calls it
         return x[2]

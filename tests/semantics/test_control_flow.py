@@ -195,6 +195,8 @@ SHAPE_CASES = [
     ("shape_test_in_a_called_function", np.arange(12.0).reshape(3, 2, 2)),
     ("shape_test_in_a_called_function", _V),
     ("shape_and_value_test", np.ones((3, 4)), [1, -1, 2]),
+    ("shape_tests_in_conditional_expressions", _V),
+    ("shape_tests_in_conditional_expressions", np.arange(12.0).reshape(3, 2, 2)),
     ("shape_test_short_circuits_as_python_does", [1.5, -2.0, 0.0]),
     ("shape_test_short_circuits_as_python_does", _V),
 ]
