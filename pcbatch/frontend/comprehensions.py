@@ -272,7 +272,7 @@ def _extreme_loop(call: ast.Call, generators: list, elt: ast.expr, tag: str) -> 
     compares greater (less), as Python's builtins compare. The best-so-far starts as
     ``False``, a weak Python bool that takes the items' dtype in type inference and is
     never read before the first item replaces it."""
-    acc, seen, item = (f"__comp{tag}_{part}" for part in ("acc", "seen", "item"))
+    acc, seen, item = (f"__comp{tag}_{part}" for part in ("best", "seen", "item"))
     greater = ast.Gt() if call.func.id == "max" else ast.Lt()
     better = ast.Compare(_load(item), [greater], [_load(acc)])
     step = [

@@ -256,6 +256,18 @@ class Translator:
         """``node``'s value if fixed at compile time, else `statics.UNKNOWN`."""
         return statics.evaluate(node, self.static_lookup)
 
+    def known_number(self, node: ast.expr) -> Any:
+        """The Python number an expression of literals and global constants has (``-1``,
+        ``2 ** 9``, ``LIMIT``), else None. As a literal, type inference checks that it
+        fits the dtype it meets (`infer_types.check_literals`): ``m = -1`` where ``m`` is
+        also uint8 was 255, silently."""
+        if not isinstance(node, (ast.UnaryOp, ast.BinOp, ast.Name, ast.Attribute)) or (
+            _free_locals(node, self.locals)
+        ):
+            return None
+        value = self.known(node)
+        return value if type(value) in (bool, int, float, complex) else None
+
     def fold(self, node: ast.expr) -> ast.expr:
         """``node`` with what is known at compile time worked out (`statics.Folder`)."""
         if not statics.may_fold(node, self.statics):
@@ -581,6 +593,9 @@ class Translator:
                 return self.call(node, out)
             if isinstance(node, ast.Constant):
                 return self.fb.const(node.value, out=self.out(out))
+            number = self.known_number(node)
+            if number is not None:  # -1, 2 ** 9, LIMIT: a literal, checked as one
+                return self.fb.const(number, out=self.out(out))
             if isinstance(node, ast.IfExp) and _literal_arms(node):
                 return self.short_circuit(node, out)  # a weak result: see _literal_arms
             pure = _is_trivially_pure(node, self.surely_bound)

@@ -290,6 +290,12 @@ class _Inference:
                 "kind: over array items start from an array of their shape, sum(..., "
                 "np.zeros(n)), or use np.sum(..., axis=0)"
             )
+        if _EXTREME_SO_FAR.search(var):
+            return TypeInferenceError(
+                f"max(...) or min(...){where(loc)} of items of type {new!r}: Python compares "
+                "the items with > or <, and an array of several numbers has no single truth "
+                "value; use np.max(..., axis=0) of the stacked items, or a loop"
+            )
         return TypeInferenceError(
             f"variable {var!r} gets type {new!r}{where(loc)}, but {old!r} elsewhere"
             f"{where(first)}; {why}. Make both definitions agree in structure, "
@@ -586,7 +592,12 @@ def _holds(dtype, value) -> bool:
 
 def _literal_does_not_fit(value, loc, var: str, t: TensorType) -> TypeInferenceError:
     local = var.split(".", 1)[-1]
-    name = "the result" if local.startswith("__ret") else repr(local)
+    name = (
+        "the result" if local.startswith("__ret")
+        else "the value of max(...) or min(...)" if _EXTREME_SO_FAR.search(local)
+        else "the total of sum(...)" if _SUM_TOTAL.search(local)
+        else repr(local)
+    )
     return TypeInferenceError(
         f"the literal {value!r}{where(loc)} goes into {name}, whose other definitions "
         f"make it {np.dtype(t.dtype).name}, which cannot hold it (NumPy 2 raises "
@@ -711,6 +722,8 @@ def _with_batch(t: Type, batch: int) -> Type:
 
 #: the hidden accumulator of a sum over a comprehension (`pcbatch.frontend.comprehensions`)
 _SUM_TOTAL = re.compile(r"__comp\d+_\d+_acc$")
+#: `comprehensions`' best item so far of a max(...) or min(...)
+_EXTREME_SO_FAR = re.compile(r"__comp\d+_\d+_best$")
 
 
 def _check_item_index(op: PrimOp, index_types: Sequence[Type]) -> None:

@@ -349,6 +349,66 @@ def test_literal_that_the_merged_dtype_cannot_hold_is_an_error_at_its_line(
     assert f"test_dtypes.py:{line}" in message
 
 
+LIMIT = 300
+
+
+@ctx.batch
+def negative_literal_in_a_loop(v):
+    m = -1
+    for a in v:
+        if a > 200:
+            m = a
+    return m
+
+
+@ctx.batch
+def negative_literal_in_a_conditional_expression(v):
+    return v[0] if v[0] > 200 else -1
+
+
+@ctx.batch
+def global_constant_too_big(v):
+    m = LIMIT
+    if v[0] > 0:
+        m = v[1]
+    return m
+
+
+@ctx.batch
+def constant_arithmetic_too_big(v):
+    return v[0] if v[0] > 0 else 2 ** 9
+
+
+@ctx.batch
+def max_default_too_big(v):
+    return max((a for a in v if a > 200), default=-1)
+
+
+@pytest.mark.parametrize(
+    ("program", "literal", "marker", "named"),
+    [
+        (negative_literal_in_a_loop, -1, "m = -1", "'m'"),
+        (negative_literal_in_a_conditional_expression, -1, "else -1", "the result"),
+        (global_constant_too_big, 300, "m = LIMIT", "'m'"),
+        (constant_arithmetic_too_big, 512, "2 ** 9", "the result"),
+        (max_default_too_big, -1, "default=-1", "max(...) or min(...)"),
+    ],
+)
+@backends.backend_param
+def test_a_negative_or_computed_literal_is_checked_as_a_literal(
+    program, literal, marker, named, backend_name
+):
+    # they were computed by a primitive, not held as literals: uint8 made -1 255, silently
+    v = np.array([[1, 250, 3], [2, 2, 9]], np.uint8)
+    with pytest.raises(pcbatch.TypeInferenceError) as info:
+        program(v, backend=backends.backend(backend_name))
+    message = str(info.value)
+    assert f"literal {literal}" in message and "uint8" in message and named in message
+    source, first = inspect.getsourcelines(program.python_function)
+    line = first + next(i for i, text in enumerate(source) if marker in text)
+    assert f"test_dtypes.py:{line}" in message
+
+
 @ctx.batch
 def float_range(x):
     s = 0
