@@ -126,6 +126,15 @@ def _label(node: ast.AST) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+_BIG_INT_ADVICE = (
+    "{} is {}, past int64's range: a batched variable holds a Python int as an int64 "
+    "and this one would wrap. Write it as a float (2.0 ** 63, 9.3e18) if that is what "
+    "it meets, or as np.uint64(...) for an unsigned value below 2 ** 64, or use it "
+    "inside the expression that needs it (x + 2 ** 70) rather than through a variable"
+)
+
+
 class Translator:
     """Emits one function's body into a `FunctionBuilder`."""
 
@@ -592,10 +601,10 @@ class Translator:
             if self.batched_callee(node) is not None:
                 return self.call(node, out)
             if isinstance(node, ast.Constant):
-                return self.fb.const(node.value, out=self.out(out))
+                return self.literal(node, node.value, out)
             number = self.known_number(node)
             if number is not None:  # -1, 2 ** 9, LIMIT: a literal, checked as one
-                return self.fb.const(number, out=self.out(out))
+                return self.literal(node, number, out)
             if isinstance(node, ast.IfExp) and _literal_arms(node):
                 return self.short_circuit(node, out)  # a weak result: see _literal_arms
             pure = _is_trivially_pure(node, self.surely_bound)
@@ -608,6 +617,14 @@ class Translator:
 
     def out(self, out: Any) -> Any:
         return self.fresh() if out is None else out
+
+    def literal(self, node: ast.expr, value: Any, out: Any) -> Any:
+        """``out = value`` for a number known when compiling. A variable holds a Python
+        int as an int64 (NEP 50's weak int), so one past int64's range would wrap
+        (``m = 2 ** 63; x + m`` gave -9.2e18 for float ``x``): refused at the line."""
+        if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
+            raise self.error(node, _BIG_INT_ADVICE.format(ast.unparse(node), value))
+        return self.fb.const(value, out=self.out(out))
 
     def condition(self, test: ast.expr, by_shapes: bool = False) -> str:
         """A per-thread bool variable for an ``if``/``while`` test. One that reads

@@ -409,6 +409,57 @@ def test_a_negative_or_computed_literal_is_checked_as_a_literal(
     assert f"test_dtypes.py:{line}" in message
 
 
+HUGE = 2 ** 70
+
+
+@ctx.batch
+def held_huge_literal(x):
+    m = 2 ** 63
+    return x + m
+
+
+@ctx.batch
+def held_huge_global(x):
+    m = HUGE
+    return x + m
+
+
+@ctx.batch
+def huge_literal_in_place(x):
+    return x + 2 ** 70 + HUGE
+
+
+@ctx.batch
+def int64_extremes(x):
+    top = 2 ** 63 - 1
+    bottom = -2 ** 63
+    return x + top, x + bottom
+
+
+@pytest.mark.parametrize(
+    "program, shown", [(held_huge_literal, "2 ** 63 is 9223372036854775808"),
+                       (held_huge_global, "HUGE is 1180591620717411303424")]
+)
+def test_a_variable_cannot_hold_an_int_past_int64(program, shown):
+    # it was held as an int64 and wrapped: m = 2 ** 63; x + m gave -9.2e18, silently
+    with pytest.raises(pcbatch.AutobatchSyntaxError) as info:
+        program(np.array([1.0, 2.0]))
+    message = str(info.value)
+    assert shown in message and "int64" in message and "2.0 ** 63" in message
+    source, first = inspect.getsourcelines(program.python_function)
+    assert f"line {first + 2})" in message
+
+
+@backends.backend_param
+def test_ints_past_int64_inside_an_expression_and_int64s_extremes_are_pythons(
+    backend_name
+):
+    backend = backends.backend(backend_name)
+    x = np.array([1.0, 2.0])
+    for program in (huge_literal_in_place, int64_extremes):
+        backends.assert_identical(program(x, backend=backend), program.python_function(x))
+
+
 @ctx.batch
 def float_range(x):
     s = 0
