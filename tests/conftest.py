@@ -13,6 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's start-up
 
 from pcbatch.passes import pipeline  # noqa: E402
 from tests import tiers  # noqa: E402
+from tests.backends import COMPILED_NAMES  # noqa: E402
 
 pipeline.VERIFY_BY_DEFAULT = True
 
@@ -98,6 +99,8 @@ def pytest_collection_modifyitems(config, items):
         _deselect(config, items, lambda item: _backend_of(item) in skipped)
     if not tiers.SLOW:
         _deselect(config, items, lambda item: item.get_closest_marker("slow") is not None)
+        left_out = set(tiers.compiled_in_turn(items, _backend_of, COMPILED_NAMES))
+        _deselect(config, items, lambda item: item in left_out)
     if not tiers.EVERY_BACKEND:
         _deselect(config, items, lambda item: item.get_closest_marker("every_backend")
                   is not None)

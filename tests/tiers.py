@@ -1,12 +1,13 @@
 """The two test tiers: fast (the default) and slow (``python -m pytest --slow``).
 
-The fast tier runs every test on every backend, with small samples where a test
-samples (fuzzed programs, NUTS draws, batch sizes on the compiled backends); it is
-the README's test command. ``--slow`` adds the slow tier: the long fuzz samples, the
-long NUTS runs and the larger parametrizations. ``tests/conftest.py`` sets `SLOW`
-from the flag before any test module is collected, so a module may size its
-parameters with `pick`; a test (or parameter) that only belongs to the slow tier is
-marked with `slow`, and is deselected without the flag.
+The fast tier runs every test on NumPy and Torch and on one compiled backend, JAX and
+TensorFlow in turn (`compiled_in_turn`), with small samples where a test samples
+(fuzzed programs, NUTS draws, batch sizes on the compiled backends); it is the README's
+test command. ``--slow`` adds the slow tier: every test on both compiled backends, the
+long fuzz samples, the long NUTS runs and the larger parametrizations.
+``tests/conftest.py`` sets `SLOW` from the flag before any test module is collected, so
+a module may size its parameters with `pick`; a test (or parameter) that only belongs
+to the slow tier is marked with `slow`, and is deselected without the flag.
 
 Not done, measured: running the semantic tests' JAX and TensorFlow runs as the staged
 machine op by op (`pcbatch.fuzz.eager`, which saves the fuzzer's compilations) instead
@@ -20,6 +21,8 @@ under the same load; commit 602e945 on branch fasttier3 has it).
 from __future__ import annotations
 
 import sys
+import zlib
+from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
@@ -102,3 +105,35 @@ def one_compiled(backend_names: list) -> list:
             marks = (slow, every_backend)
         params.append(pytest.param(b, marks=marks))
     return params
+
+
+def compiled_in_turn(items: list, backend_of: Callable, compiled: list) -> list:
+    """The fast tier's share of ``items`` (collected tests): a test parametrized over the
+    backends runs on NumPy and Torch, and on one compiled backend (JAX or TensorFlow,
+    chosen by a hash of the test's id without the backend, so every worker picks the
+    same); the slow tier runs it on both. Each compiled run is a compilation of its own
+    (JAX 0.2 CPU-s a test, TensorFlow's graph mode 0.35, NumPy 0.03): both for every
+    test were about 250 CPU-s of the fast tier (2026-11-28). A test whose compiled
+    runs `in_turn` (or a mark) already left to one backend keeps it. Returns the items
+    to leave out."""
+    siblings: dict = {}
+    for item in items:
+        name = backend_of(item)
+        if name in compiled:
+            siblings.setdefault(_case_key(item, name), []).append((name, item))
+    left_out = []
+    for key, runs in siblings.items():
+        names = sorted({name for name, _ in runs})
+        chosen = names[zlib.crc32(key.encode()) % len(names)]
+        left_out.extend(item for name, item in runs if name != chosen)
+    return left_out
+
+
+def _case_key(item, backend_name: str) -> str:
+    """``item``'s node id with its backend's part of the parameter id taken out (the
+    last part that is the backend's name)."""
+    parts = item.callspec.id.split("-")
+    if backend_name not in parts:  # an id of its own: a group of one, kept
+        return item.nodeid
+    last = len(parts) - 1 - parts[::-1].index(backend_name)
+    return f"{item.path}::{item.originalname}[{'-'.join(parts[:last] + parts[last + 1:])}]"
