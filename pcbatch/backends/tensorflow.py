@@ -619,11 +619,15 @@ class TensorFlowBackend:
         do, so only a run without XLA pays for `fill_inactive`."""
         return not self._under_xla
 
-    def fill_inactive(self, value, mask):
-        """``value`` with inactive rows replaced by the first active row's."""
+    def first_active(self, mask):
+        """The index of ``mask``'s first active row (0 if none), for `fill_inactive`."""
+        return tf.argmax(tf.cast(mask, tf.int32), output_type=tf.int32)
+
+    def fill_inactive(self, value, mask, first_active):
+        """``value`` with inactive rows replaced by row ``first_active``'s (`first_active`
+        of ``mask``, found once per block: each input costs one gather and one select)."""
         value = tf.convert_to_tensor(value)
-        representative = tf.gather(value, tf.argmax(tf.cast(mask, tf.int32)))[None]
-        return self.where(mask, value, representative)
+        return self.where(mask, value, tf.gather(value, first_active))
 
     def _row_indices(self, stack, depth, rows=None, clip: bool = True):
         if rows is None:  # a constant: one op to trace, where tf.range is four

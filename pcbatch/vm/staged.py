@@ -176,6 +176,7 @@ class _Block:
         # (ops.equal, not ==: in a TF1-style graph == on tensors is object identity.)
         mask = m.ops.equal(state["pc"]["top"], state.get("block", self.index))
         env: dict = {}
+        first_active = None  # found once per block, for every input `fill_inactive` shows
         for op, function, fault in zip(self.block.instructions, self.functions, self.faults):
             if isinstance(op, PopOp):
                 for name in op.vars:
@@ -193,7 +194,10 @@ class _Block:
             if m.sanitize and not op.is_copy:
                 # Inactive rows hold junk (say, a zero divisor that makes TensorFlow's
                 # integer division raise): show the primitive an active row there instead.
-                inputs = [map_pattern(lambda v: m.ops.fill_inactive(v, mask), x) for x in inputs]
+                if first_active is None:
+                    first_active = m.ops.first_active(mask)
+                fill = lambda v: m.ops.fill_inactive(v, mask, first_active)  # noqa: B023
+                inputs = [map_pattern(fill, x) for x in inputs]
             if op.is_copy:
                 outputs = inputs[0] if len(inputs) == 1 else tuple(inputs)
             elif _calls_host(op):
