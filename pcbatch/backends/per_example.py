@@ -19,6 +19,7 @@ like that value: `pcbatch.backends.batched_array.BatchedArray` (a NumPy batch),
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from collections.abc import Callable
@@ -537,7 +538,12 @@ def weak_ufunc(view, ufunc, method, inputs, kwargs):
         inputs = python_ints.python_bools(ufunc.__name__, inputs)
     if weak_result and ufunc.__name__ in _DIVISIONS and len(inputs) == 2:
         inputs = _python_division(*inputs)
+    float_power = weak_result and ufunc is np.power and _is_float_power(inputs)
+    if float_power:
+        _check_python_power(*inputs)
     result = view.__array_ufunc__(ufunc, method, *inputs, **kwargs)
+    if float_power:
+        _check_power_overflow(*inputs, result)
     if weak_result and method == "__call__":
         _check_python_int(ufunc.__name__, inputs, result)
     return weakened(result) if weak_result else result
@@ -562,25 +568,79 @@ def _check_python_int(name: str, inputs: tuple, result) -> None:
     weak.note_fault(outside.value, outside.xp, weak.PYTHON_INT)
 
 
+def _is_float_power(inputs: tuple) -> bool:
+    kinds = {getattr(_dtype_of_operand(x), "kind", None) for x in inputs}
+    return len(inputs) == 2 and "f" in kinds
+
+
+def _dtype_of_operand(x):
+    if isinstance(x, PerExampleValue):
+        return np.dtype(x.dtype)
+    return np.asarray(x).dtype
+
+
+def _check_python_power(base, exponent) -> None:
+    """Python floats' ``**`` where NumPy's differs: 0.0 to a negative power raises
+    ZeroDivisionError, a negative number to a fractional power is complex."""
+    from pcbatch.backends import weak
+
+    if not _literal(exponent) or exponent < 0:
+        _fail_where((base == 0) & (exponent < 0), weak.ZERO_POWER)
+    if not _literal(exponent) or (math.isfinite(exponent) and exponent != math.floor(exponent)):
+        fractional = np.isfinite(exponent) & (np.floor(exponent) != exponent)
+        _fail_where((base < 0) & fractional, weak.COMPLEX_POWER)
+
+
+def _check_power_overflow(base, exponent, result) -> None:
+    """Python raises OverflowError for a power of finite floats past float's range."""
+    from pcbatch.backends import weak
+
+    finite = np.isfinite(base) & np.isfinite(exponent)
+    _fail_where(finite & ~np.isfinite(result), weak.POWER_OVERFLOW)
+
+
+def _literal(x) -> bool:
+    return not isinstance(x, PerExampleValue)
+
+
+def _fail_where(flag, kind: str) -> None:
+    """Python raises for the examples where ``flag``: on the eager machines (a view of the
+    active examples' values) at once, unless type inference runs on dummies; a compiled
+    machine's probe notes them (`weak.note_fault`), and they fail after the run."""
+    from pcbatch.backends import weak
+
+    if not isinstance(flag, PerExampleValue):
+        flag = bool(np.all(flag))
+        if flag and not weak.running_on_dummies():
+            raise weak.error_of(kind, weak.user_line())
+        return
+    data = getattr(flag, "data", None)
+    if data is not None:
+        if bool(data.any()) and not weak.running_on_dummies():
+            raise weak.error_of(kind, weak.user_line())
+        weak.note_fault(data, None, kind)
+        return
+    weak.note_fault(flag.value, flag.xp, kind)
+
+
 #: ufuncs that Python's ``/``, ``//``, ``%``, ``divmod`` run as
 _DIVISIONS = frozenset({"divide", "true_divide", "floor_divide", "remainder", "divmod"})
 
 
 def _python_division(dividend, divisor) -> tuple:
     """Python numbers divided (weak operands only): Python raises ZeroDivisionError for a
-    zero divisor where NumPy gives inf or 0. On the eager machines (a view holding the
-    active examples) it raises at once; a compiled machine's probe notes the examples
-    (`weak.note_fault`), which divide by 1 meanwhile and fail after the run."""
+    zero divisor where NumPy gives inf or 0 (`_fail_where`). On a compiled machine the
+    failing examples divide by 1 meanwhile."""
     from pcbatch.backends import weak
 
-    if not isinstance(divisor, PerExampleValue):
-        return dividend, divisor  # a literal: Python's own division raises for 0
+    if _literal(divisor):
+        if divisor != 0 or _literal(dividend):
+            return dividend, divisor  # two literals: Python's own division raises for 0
+        # ``float(x) / 0.0``: every example divides by zero (NaN too)
+        _fail_where((dividend == dividend) | (dividend != dividend), weak.ZERO_DIVISION)
+        return dividend, divisor + 1
     zero = divisor == 0
-    data = getattr(zero, "data", None)
-    if data is not None:  # NumPy, Torch: the active examples' values
-        if bool(data.any()):
-            raise weak.zero_division_error(weak.user_line())
-        weak.note_fault(data, None, weak.ZERO_DIVISION)  # for type inference: it divides
+    _fail_where(zero, weak.ZERO_DIVISION)
+    if hasattr(zero, "data"):  # eager: it raised unless type inference runs on dummies
         return dividend, divisor
-    weak.note_fault(zero.value, zero.xp, weak.ZERO_DIVISION)
     return dividend, np.where(zero, np.ones_like(divisor), divisor)

@@ -19,6 +19,7 @@ Example: ``acc + x`` with ``acc`` weak int and ``x`` float32 computes
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -104,6 +105,9 @@ def _marking(
 
 #: the kinds of `note_fault`
 OVERFLOW, NEGATIVE_POWER, ZERO_DIVISION = "overflow", "negative power", "zero division"
+#: Python's float power (`per_example.weak_ufunc`): 0.0 to a negative power, a result
+#: past float's range, a negative number to a fractional power (a complex number)
+ZERO_POWER, POWER_OVERFLOW, COMPLEX_POWER = "zero power", "power overflow", "complex power"
 
 _PROBE = threading.local()
 
@@ -140,6 +144,24 @@ def checked_elsewhere(kind: str):
         yield
     finally:
         _PROBE.unchecked = previous
+
+
+@contextlib.contextmanager
+def on_dummies():
+    """Inside: type inference runs a primitive on dummy values (`infer_types`), which are
+    no example's: an eager check whose failure every value would meet (``float(x) / 0.0``)
+    lets the primitive compute, so that its result type is learned and the check runs on
+    the examples."""
+    previous = getattr(_PROBE, "dummies", False)
+    _PROBE.dummies = True
+    try:
+        yield
+    finally:
+        _PROBE.dummies = previous
+
+
+def running_on_dummies() -> bool:
+    return getattr(_PROBE, "dummies", False)
 
 
 def checked_here(kind: str, eager: bool) -> bool:
@@ -234,47 +256,56 @@ def _overflow_error(where: str) -> OverflowError:
     ))
 
 
-def _negative_power_error(where: str | None) -> ValueError:
-    from pcbatch.errors import lane_check_failed
+def _checked(kind: type, message: str) -> Callable:
+    """A factory of the run-time check's error: ``kind(message)``, with ``{at}`` in
+    ``message`` made `` (at file:line)`` where the failing line is known."""
 
-    at = f" (at {where})" if where else ""
-    return lane_check_failed(ValueError(
-        f"Integers to negative integer powers are not allowed{at}, as NumPy says for "
-        "each example: make the base a float (2.0 ** n, n.astype(float))"
-    ))
+    def error(where: str | None) -> Exception:
+        from pcbatch.errors import lane_check_failed
 
+        return lane_check_failed(kind(message.format(at=f" (at {where})" if where else "")))
 
-def zero_division_error(where: str | None) -> ZeroDivisionError:
-    from pcbatch.errors import lane_check_failed
-
-    at = f" (at {where})" if where else ""
-    return lane_check_failed(ZeroDivisionError(
-        f"division by zero{at}: Python raises ZeroDivisionError when both operands are "
-        "Python numbers (a literal, a range() counter, arithmetic on those), as this "
-        "example's are; NumPy would give inf or 0. Test the divisor first "
-        "(a / k if k != 0 else ...)"
-    ))
+    return error
 
 
-def _index_error(where: str | None) -> IndexError:
-    from pcbatch.errors import lane_check_failed
-
-    at = f" (at {where})" if where else ""
-    return lane_check_failed(IndexError(
-        f"index out of bounds{at}, as NumPy raises for each example: check the index "
-        "first (v[k] if 0 <= k < len(v) else ...)"
-    ))
-
-
-def singular_matrix_error(where: str | None) -> np.linalg.LinAlgError:
-    from pcbatch.errors import lane_check_failed
-
-    at = f" (at {where})" if where else ""
-    return lane_check_failed(np.linalg.LinAlgError(
-        f"Singular matrix, or for cholesky one not positive definite{at}: NumPy raises "
-        "LinAlgError for such an example. Check the matrix first (its condition, "
-        "np.linalg.eigvalsh), or regularize it (m + eps * np.eye(n))"
-    ))
+#: Python numbers: a literal, a range() counter, float(x) or int(x), arithmetic on those
+_PYTHON_NUMBERS = (
+    "Python numbers (a literal, a range() counter, float(x) or int(x), arithmetic on "
+    "those), as this example's are"
+)
+_negative_power_error = _checked(ValueError, (
+    "Integers to negative integer powers are not allowed{at}, as NumPy says for each "
+    "example: make the base a float (2.0 ** n, n.astype(float))"
+))
+zero_division_error = _checked(ZeroDivisionError, (
+    "division by zero{at}: Python raises ZeroDivisionError when both operands are "
+    f"{_PYTHON_NUMBERS}; NumPy would give inf or 0. Test the divisor first "
+    "(a / k if k != 0 else ...)"
+))
+_zero_power_error = _checked(ZeroDivisionError, (
+    "0.0 cannot be raised to a negative power{at}: Python raises ZeroDivisionError when "
+    f"both operands are {_PYTHON_NUMBERS}; NumPy would give inf. Test the base first "
+    "(b ** e if b != 0 else ...)"
+))
+_power_overflow_error = _checked(OverflowError, (
+    "(34, 'Numerical result out of range'){at}: Python raises OverflowError for a power of "
+    "Python floats past float's range, as this example's is; NumPy would give inf. Bound "
+    "the exponent first, or compute on an array (np.float64(b) ** e gives inf)"
+))
+_complex_power_error = _checked(ValueError, (
+    "a negative Python float to a fractional power{at} is a complex number in Python, "
+    "which a batched value cannot hold (NumPy would give nan): test the base first, or "
+    "compute on an array (np.float64(b) ** e gives nan)"
+))
+_index_error = _checked(IndexError, (
+    "index out of bounds{at}, as NumPy raises for each example: check the index first "
+    "(v[k] if 0 <= k < len(v) else ...)"
+))
+singular_matrix_error = _checked(np.linalg.LinAlgError, (
+    "Singular matrix, or for cholesky one not positive definite{at}: NumPy raises "
+    "LinAlgError for such an example. Check the matrix first (its condition, "
+    "np.linalg.eigvalsh), or regularize it (m + eps * np.eye(n))"
+))
 
 
 #: `pcbatch.backends.bounds.INDEX`, spelled here to keep this module's imports light
@@ -283,9 +314,16 @@ SINGULAR = "singular matrix"
 PYTHON_INT = "Python int past int64"
 _ERRORS = {
     NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error,
+    ZERO_POWER: _zero_power_error, POWER_OVERFLOW: _power_overflow_error,
+    COMPLEX_POWER: _complex_power_error,
     INDEX: _index_error, SINGULAR: singular_matrix_error,
     PYTHON_INT: lambda where: _python_ints().overflow_error(where),
 }
+
+
+def error_of(kind: str, where: str | None) -> Exception:
+    """The error a run-time check of ``kind`` raises (eager machines: at once)."""
+    return _ERRORS[kind](where)
 
 
 def _python_ints():
@@ -304,12 +342,27 @@ def _check_error(overflow_at: str | None, checks: tuple) -> Exception:
     errors += [_ERRORS[kind](where) for kind, where in checks if kind in _ERRORS]
     if len(errors) == 1:
         return errors[0]
-    text = "; or ".join(str(e) for e in errors)
+    return one_of(errors, "one of these (some example failed the check)")
+
+
+def one_of(errors: list, heading: str) -> Exception:
+    """One error naming each of ``errors`` (checks a run cannot tell apart), of a type
+    that is each of theirs: ``except ZeroDivisionError`` catches it as it would catch
+    Python's own error."""
     from pcbatch.errors import lane_check_failed
 
-    return lane_check_failed(
-        type(errors[0])(f"one of these (some example failed the check): {text}")
-    )
+    text = "; or ".join(str(e) for e in errors)
+    kind = _either(tuple(dict.fromkeys(type(e) for e in errors)))
+    return lane_check_failed(kind(f"{heading}: {text}"))
+
+
+@functools.cache
+def _either(types: tuple) -> type:
+    """An exception type that is each of ``types`` (the most specific of them)."""
+    specific = tuple(t for t in types if not any(u is not t and issubclass(u, t) for u in types))
+    if len(specific) == 1:
+        return specific[0]
+    return type("Or".join(t.__name__ for t in specific), specific, {"__module__": __name__})
 
 
 def _mark_pattern(value: Any, flags: Any) -> Any:

@@ -376,13 +376,15 @@ class _Inference:
         or identity matrices (`numpy.dummy_array`: ``np.linalg.solve(m, b)``)."""
         batched = [_with_batch(t, batch) for t in in_types]
         try:
-            return self.backend.run_on_dummies(function, batched)
+            with weak_values.on_dummies():
+                return self.backend.run_on_dummies(function, batched)
         except NestedBatchedCallError:
             raise  # its own message says what to write
         except Exception as first:
             for fill in (0, "eye"):
                 try:
-                    return self.backend.run_on_dummies(function, batched, fill=fill)
+                    with weak_values.on_dummies():
+                        return self.backend.run_on_dummies(function, batched, fill=fill)
                 except Exception:  # noqa: BLE001, S112 - the first error is the one to show
                     continue
             how = "on dummy inputs (all ones, all zeros, then identity matrices)"
@@ -636,7 +638,10 @@ def with_weak_inputs(
     return dataclasses.replace(op, function=function)
 
 
-_WEAK_ALONE = frozenset({weak_values.ZERO_DIVISION, weak_values.PYTHON_INT})
+_WEAK_ALONE = frozenset({
+    weak_values.ZERO_DIVISION, weak_values.PYTHON_INT, weak_values.ZERO_POWER,
+    weak_values.POWER_OVERFLOW, weak_values.COMPLEX_POWER,
+})
 
 
 def _check_site(at: str | None, loc) -> str:

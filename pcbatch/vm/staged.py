@@ -961,10 +961,9 @@ def _fault_error(block) -> Exception:
             errors.append(error)
     if len(errors) == 1:
         return errors[0]
-    from pcbatch.errors import lane_check_failed
+    from pcbatch.backends import weak
 
-    text = "; or ".join(str(e) for e in errors)
-    return lane_check_failed(type(errors[0])(f"one of these checks failed: {text}"))
+    return weak.one_of(errors, "one of these checks failed")
 
 
 def _raise_failures(

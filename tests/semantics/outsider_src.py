@@ -842,6 +842,39 @@ def zero_division_of_a_python_float(n):
     return n + 1.0 / t
 
 
+def float_of_a_value_by_zero(x):
+    """``float(x)`` is a Python float: divided by a zero literal, Python raises (it was
+    inf, silently)."""
+    y = float(x)
+    return y / 0.0 if y < 1.0 else y % 2.0
+
+
+def int_of_a_value_dividing(n):
+    k = int(n)
+    return 10 // k if k >= 0 else k
+
+
+def reciprocal_of_a_python_float(x):
+    """0.0 ** -1 of Python floats: ZeroDivisionError (it was inf, silently)."""
+    y = float(x) - 0.25
+    return y**-1
+
+
+def power_of_ten_of_a_python_float(x):
+    """Python's float power past float's range: OverflowError (it was inf, silently)."""
+    return 10.0 ** (float(x) * 200.0)
+
+
+def root_of_a_python_float(x):
+    """A negative Python float to a fractional power is complex in Python (it was nan)."""
+    return float(x) ** 0.5
+
+
+def powers_of_python_floats(x):
+    y = float(x)
+    return y**2, 2.0**y, (abs(y) + 1.0) ** -0.5, (-2.0) ** 3.0, y**-2 if y != 0 else 0.0
+
+
 def float_literal_beside_a_value(n):
     """TensorFlow made the literal float32 first: 2.5999999046 in a float64 result."""
     return n * 2, 2.6, round(2.567, 1)

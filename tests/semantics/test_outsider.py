@@ -332,7 +332,8 @@ def test_clip_bounds_by_keyword(backend_name):
 #: Python numbers (literals, counters, arithmetic on them) divided by zero: Python's
 #: ZeroDivisionError on every example that divides (it was inf or 0, silently)
 ZERO_DIVISIONS = ["zero_division_of_python_ints", "zero_floor_division_of_python_ints",
-                  "zero_division_of_a_python_float", "rate_of_python_counters"]
+                  "zero_division_of_a_python_float", "rate_of_python_counters",
+                  "float_of_a_value_by_zero", "int_of_a_value_dividing"]
 
 
 @backends.backend_param
@@ -348,6 +349,41 @@ def test_python_numbers_divided_by_zero_raise_zero_division_error(name, backend_
     body = inspect.getsourcelines(function)[1]
     lines = [f"{src.__file__}:{body + k}" for k in range(1, 10)]
     assert any(line in str(info.value) for line in lines), str(info.value)
+
+
+#: Python floats' powers where NumPy's differ: (function, Python's error for its failing
+#: examples, words of pcbatch's message)
+FLOAT_POWERS = [
+    ("reciprocal_of_a_python_float", ZeroDivisionError, "cannot be raised to a negative"),
+    ("power_of_ten_of_a_python_float", OverflowError, "past float's range"),
+    ("root_of_a_python_float", ValueError, "complex number"),
+]
+
+
+@backends.backend_param
+@pytest.mark.parametrize(("name", "error", "words"), FLOAT_POWERS)
+def test_python_float_powers_fail_where_python_does(name, error, words, backend_name):
+    """``0.0 ** -1`` raises ZeroDivisionError, ``10.0 ** 500.0`` OverflowError, and
+    ``(-1.5) ** 0.5`` is complex in Python, which a batch cannot hold: each at the line,
+    where NumPy's inf or nan came back silently."""
+    function = getattr(src, name)
+    (x,) = _arguments(function)
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(error, match=words) as info:
+        batched(x, backend=backends.backend(backend_name))
+    lines, first = inspect.getsourcelines(function)
+    line = first + next(k for k, text in enumerate(lines) if "**" in text and '"' not in text)
+    assert f"{src.__file__}:{line}" in str(info.value), str(info.value)
+    fine = np.array([0.5, 1.0])  # every example's power is a float
+    _assert_same(batched(fine, backend=backends.backend(backend_name)),
+                 batched(fine, dry_run=True))
+
+
+@backends.backend_param
+def test_python_float_powers_where_python_gives_a_float(backend_name):
+    batched = pcbatch.Context().batch(src.powers_of_python_floats)
+    x = np.array([2.5, -1.5, 0.0, 4.0, -0.5])
+    _assert_same(batched(x, backend=backends.backend(backend_name)), batched(x, dry_run=True))
 
 
 @backends.backend_param
