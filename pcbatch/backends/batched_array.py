@@ -437,6 +437,8 @@ def _norm(func, args, kwargs):
     x = args[0]
     if not isinstance(x, BatchedArray) or len(args) > 2:
         return NotImplemented
+    if len(args) == 2:  # np.linalg.norm(v, np.inf): ``ord`` given by position
+        kwargs = {**kwargs, "ord": args[1]}
     axis = kwargs.pop("axis", None)
     if axis is None and x.ndim > 1:
         return NotImplemented  # matrix norms: per example

@@ -570,20 +570,85 @@ def _tensorflow_round(xp):
 
 
 def _tensorflow_norm(xp):
-    """``np.linalg.norm`` with its default ``ord`` (the 2-norm of a vector, Frobenius of
-    a matrix: both the root of the sum of squares), which TensorFlow's NumPy lacks."""
+    """``np.linalg.norm`` with NumPy's ``ord`` on TensorFlow, whose NumPy lacks it: a
+    vector's along ``axis`` (None or 2, inf, -inf, 0, 1, any p), a matrix's over two axes
+    (None or "fro", "nuc", 1, -1, inf, -inf, 2, -2)."""
     import tensorflow as tf
 
     def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
-        if ord is not None:
-            raise TypeError(
-                f"np.linalg.norm(x, ord={ord!r}) on the TensorFlow backend: only the "
-                "default ord is supported; use tf.norm(x, ord=...)"
-            )
-        axis = tuple(axis) if isinstance(axis, list) else axis
-        return tf.norm(x, ord="euclidean", axis=axis, keepdims=keepdims)
+        x = tf.convert_to_tensor(x)
+        if not x.dtype.is_floating and not x.dtype.is_complex:
+            x = tf.cast(x, tf.float64)
+        if axis is None and ord is None:
+            axes = tuple(range(x.shape.rank))
+            result = tf.sqrt(tf.reduce_sum(_squared(x), axis=axes, keepdims=True))
+        elif axis is None and x.shape.rank not in (1, 2):
+            raise ValueError("Improper number of dimensions to norm.")
+        else:
+            axes = tuple(range(x.shape.rank)) if axis is None else axis
+            axes = (axes,) if isinstance(axes, int) else tuple(axes)
+            axes = tuple(a % x.shape.rank for a in axes)
+            vector = len(axes) == 1
+            result = _vector_norm(x, ord, *axes) if vector else _matrix_norm(x, ord, *axes)
+        return result if keepdims else tf.squeeze(result, axis=axes)
 
     return norm
+
+
+def _squared(x):
+    import tensorflow as tf
+
+    magnitude = tf.abs(x)
+    return magnitude * magnitude
+
+
+def _vector_norm(x, ord, axis: int):  # noqa: A002 - NumPy's name
+    """NumPy's vector norm of ``x`` along ``axis``, the axis kept."""
+    import tensorflow as tf
+
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    magnitude = tf.abs(x)
+    if ord is None or ord == 2:
+        return tf.sqrt(tf.reduce_sum(magnitude * magnitude, axis=axis, keepdims=True))
+    if ord == np.inf:
+        return tf.reduce_max(magnitude, axis=axis, keepdims=True)
+    if ord == -np.inf:
+        return tf.reduce_min(magnitude, axis=axis, keepdims=True)
+    if ord == 0:
+        nonzero = tf.cast(tf.not_equal(magnitude, 0), magnitude.dtype)
+        return tf.reduce_sum(nonzero, axis=axis, keepdims=True)
+    if ord == 1:
+        return tf.reduce_sum(magnitude, axis=axis, keepdims=True)
+    p = tf.constant(float(ord), magnitude.dtype)
+    return tf.reduce_sum(magnitude**p, axis=axis, keepdims=True) ** (1 / p)
+
+
+def _matrix_norm(x, ord, row: int, column: int):  # noqa: A002 - NumPy's name
+    """NumPy's matrix norm of ``x`` over axes ``row`` and ``column``, both kept."""
+    import tensorflow as tf
+
+    magnitude = tf.abs(x)
+    if ord is None or ord == "fro":
+        return tf.sqrt(tf.reduce_sum(magnitude * magnitude, axis=(row, column), keepdims=True))
+    if ord in (1, -1, np.inf, -np.inf):
+        summed, over = (row, column) if ord in (1, -1) else (column, row)
+        sums = tf.reduce_sum(magnitude, axis=summed, keepdims=True)
+        pick = tf.reduce_max if ord > 0 else tf.reduce_min
+        return pick(sums, axis=over, keepdims=True)
+    if ord in (2, -2, "nuc"):
+        rank = x.shape.rank
+        rest = [a for a in range(rank) if a not in (row, column)]
+        moved = tf.transpose(x, [*rest, row, column])
+        values = tf.linalg.svd(moved, compute_uv=False)
+        if ord == "nuc":
+            reduced = tf.reduce_sum(values, axis=-1)
+        else:
+            reduced = (tf.reduce_max if ord == 2 else tf.reduce_min)(values, axis=-1)
+        for axis in sorted((row, column)):  # back where they stood, as size 1
+            reduced = tf.expand_dims(reduced, axis)
+        return reduced
+    raise ValueError("Invalid norm order for matrices.")
 
 
 #: NumPy functions whose counterpart in a namespace is replaced

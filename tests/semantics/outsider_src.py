@@ -985,3 +985,22 @@ def halvings(x, count=0):
     if abs(x) < 1.0:
         return count
     return halvings(x / 2, count=count + 1)
+
+
+def vector_norms(v):
+    """``np.linalg.norm(v, np.inf)``: ``ord`` by position was dropped on NumPy (the
+    2-norm came back, silently); TensorFlow refused every ``ord``."""
+    return (np.linalg.norm(v), np.linalg.norm(v, 1), np.linalg.norm(v, np.inf),
+            np.linalg.norm(v, ord=-np.inf), np.linalg.norm(v, 0), np.linalg.norm(v, 3))
+
+
+def matrix_norms(m):
+    return (np.linalg.norm(m), np.linalg.norm(m, "fro"), np.linalg.norm(m, 1),
+            np.linalg.norm(m, -np.inf), np.linalg.norm(m, 2), np.linalg.norm(m, "nuc"),
+            np.linalg.norm(m, axis=1), np.linalg.norm(m, np.inf, keepdims=True))
+
+
+def norms_over_axes(t):
+    return (np.linalg.norm(t, axis=(0, 2)), np.linalg.norm(t, -2, axis=(1, 2)),
+            np.linalg.norm(t, "nuc", (0, 1)), np.linalg.norm(t, 3, axis=-1),
+            np.linalg.norm(t, np.inf, axis=(2, 1), keepdims=True), np.linalg.norm(t, keepdims=True))

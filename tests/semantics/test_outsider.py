@@ -430,3 +430,20 @@ def test_batched_calls_with_keywords_and_defaults(backend_name):
         expected = function(*args, dry_run=True)
         actual = function(*args, backend=backends.backend(backend_name))
         _assert_same(actual, expected)
+
+
+NORMS = [
+    ("vector_norms", np.array([[1.0, -2, 3], [4, 5, 6], [-1, -1, -1], [0.5, 0, 2]])),
+    ("vector_norms", np.array([[1, -2, 3], [0, 0, 0]])),  # ints: float64 norms
+    ("matrix_norms", np.arange(36.0).reshape(4, 3, 3) - 10),
+    ("norms_over_axes", np.random.RandomState(0).normal(size=(3, 2, 3, 4))),
+]
+
+
+@backends.backend_param
+@pytest.mark.parametrize(("name", "x"), NORMS, ids=["vectors", "int_vectors", "matrices", "axes"])
+def test_norms_of_every_order(name, x, backend_name):
+    batched = pcbatch.Context().batch(getattr(src, name))
+    actual = batched(x, backend=backends.backend(backend_name))
+    for got, want in zip(backends.leaves(actual), backends.leaves(batched(x, dry_run=True))):
+        backends.assert_close(got, want, backend_name)
