@@ -351,7 +351,18 @@ def _stack_results(results: list) -> Any:
     first = results[0]
     if is_pattern_node(first):
         return rebuild(first, [_stack_results([r[k] for r in results]) for k in range(len(first))])
-    return BatchedArray(np.stack([np.asarray(r) for r in results]))
+    arrays = [np.asarray(r) for r in results]
+    shapes = list(dict.fromkeys(a.shape for a in arrays))
+    if len(shapes) > 1:
+        listed = ", ".join(map(str, shapes[:4])) + (", ..." if len(shapes) > 4 else "")
+        raise ValueError(
+            f"this line's value has a different shape for different examples ({listed}; "
+            "v[v > 0] or np.nonzero(v) keep as many "
+            "items as each example has), which a batch cannot hold: keep every example's "
+            "shape the same (np.where(v > 0, v, 0), a mask beside the values), or reduce in "
+            "the same line (v[v > 0].sum(), np.count_nonzero(v > 0))"
+        )
+    return BatchedArray(np.stack(arrays))
 
 
 def _shift_axis(axis, ndim: int):

@@ -447,3 +447,18 @@ def test_norms_of_every_order(name, x, backend_name):
     actual = batched(x, backend=backends.backend(backend_name))
     for got, want in zip(backends.leaves(actual), backends.leaves(batched(x, dry_run=True))):
         backends.assert_close(got, want, backend_name)
+
+
+@backends.backend_param
+def test_a_value_whose_shape_differs_by_example_is_refused_saying_what_to_write(backend_name):
+    """NumPy and Torch stacked the examples' ``v[v > 0]`` and failed with NumPy's "all
+    input arrays must have the same shape"; now every backend says what to write."""
+    function = src.mean_of_the_positive_items
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises((ValueError, TypeError), match="count_nonzero") as info:
+        batched(INPUTS["v"], backend=backends.backend(backend_name))
+    lines, first = inspect.getsourcelines(function)
+    line = first + next(k for k, text in enumerate(lines) if "# ERROR" in text)
+    assert f"outsider_src.py:{line}" in str(info.value) + "".join(
+        getattr(info.value, "__notes__", [])
+    )
