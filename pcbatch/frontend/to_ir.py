@@ -40,7 +40,11 @@ _NOT_CONSTANT = object()
 
 #: the truth of an ``if`` test decided by shapes (`Translator.condition`)
 _SHAPE_TRUTH = "__pcb_shape_truth"
-_SHAPE_ATTRIBUTES = frozenset({"ndim", "shape", "size"})
+#: a per-example value's attributes that are one for the whole batch: its shape, and its
+#: dtype (a variable holds one dtype: ``v.dtype.kind == "f"`` is decided as a shape is)
+_SHAPE_ATTRIBUTES = frozenset({"ndim", "shape", "size", "dtype"})
+#: functions of dtypes a test decided by shapes and dtypes may call (on ``v.dtype``)
+_DTYPE_FUNCTIONS = (np.issubdtype, np.dtype, np.iinfo, np.finfo, np.can_cast, np.promote_types)
 #: the frontend's own per-example forms a shape test may hold (`_Hoister`)
 _PURE_FORMS = frozenset({_SHAPE_TRUTH, "__pcb_and", "__pcb_or", "__pcb_not", "__pcb_select"})
 _SHAPE_TEST_NODES = (
@@ -638,9 +642,10 @@ class Translator:
 
     def reads_only_shapes(self, test: ast.expr, names: frozenset | None = None) -> bool:
         """Whether ``test`` reads a per-example value (a local, or one of ``names``), and
-        reads each one only through its shape (``v.ndim``, ``v.shape``, ``v.size``,
-        ``len(v)``, ``np.ndim(v)``, ``np.shape(v)``, ``np.size(v)``), with constants,
-        arithmetic, comparisons and Python's boolean operators."""
+        reads each one only through its shape or dtype (``v.ndim``, ``v.shape``, ``v.size``,
+        ``len(v)``, ``np.ndim(v)``, ``np.shape(v)``, ``np.size(v)``, ``v.dtype``), with
+        constants, arithmetic, comparisons, functions of dtypes and Python's boolean
+        operators."""
         names = self.locals if names is None else names
         parents = {child: node for node in ast.walk(test) for child in ast.iter_child_nodes(node)}
         reads = False
@@ -662,18 +667,25 @@ class Translator:
         return reads
 
     def is_shape_function(self, func: ast.expr) -> bool:
-        """A function a shape test may call: one of `measures_shapes`, or the frontend's
-        own boolean forms."""
+        """A function a shape test may call: one of `measures_shapes`, a function of
+        dtypes (``np.issubdtype(v.dtype, np.floating)``), or the frontend's own boolean
+        forms."""
         if isinstance(func, ast.Name) and func.id in _PURE_FORMS:
             return True
-        return self.measures_shapes(func)
+        value = self.function_named(func)
+        return self.measures_shapes(func) or any(value is f for f in _DTYPE_FUNCTIONS)
 
     def measures_shapes(self, func: ast.expr) -> bool:
         """``len``, ``np.ndim``, ``np.shape``, ``np.size``, by any name they have here."""
+        value = self.function_named(func)
+        return any(value is f for f in (len, np.ndim, np.shape, np.size))
+
+    def function_named(self, func: ast.expr) -> Any:
+        """The function ``func`` names, a constant of the module or a builtin."""
         value = self.constant_of(func)
         if value is _NOT_CONSTANT and isinstance(func, ast.Name) and func.id not in self.locals:
             value = getattr(builtins, func.id, _NOT_CONSTANT)
-        return any(value is f for f in (len, np.ndim, np.shape, np.size))
+        return value
 
     def truth(self, variable: str) -> str:
         return self.fb.prim(

@@ -1,7 +1,8 @@
 """Branches decided by shapes: ``if v.ndim == 2:`` goes the same way for every example.
 
-A variable holds one shape for the whole program, so a test that reads per-example
-values only through their shapes (``v.ndim``, ``v.shape[0]``, ``len(v)``, ``np.ndim(v)``;
+A variable holds one shape and one dtype for the whole program, so a test that reads
+per-example values only through their shapes or dtypes (``v.ndim``, ``v.shape[0]``,
+``len(v)``, ``np.ndim(v)``, ``v.dtype.kind == "f"``, ``np.issubdtype(v.dtype, np.integer)``;
 the frontend marks it, `pcbatch.frontend.to_ir`) has one value for every example of a
 call. Type inference decides it as soon as the shapes it reads are known, and types
 only the side Python runs: the other may not even run on these shapes
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from pcbatch.ir.nodes import Block, BranchOp, ControlFlowGraph, GotoOp, PrimOp, successors, writes
-from pcbatch.ir.types import Type, map_pattern
+from pcbatch.ir.types import Type, is_weak, map_pattern
 
 #: the attribute the frontend sets on a test's primitive function
 MARK = "decided_by_shapes"
@@ -50,17 +51,40 @@ def decide(op: PrimOp, types: dict):
         return UNDECIDED
     try:
         dummies = [_example_of(types[v]) for v in op.vars_in]
+    except ValueError:  # a shape not known when compiling
+        return BOTH
+    try:
         return bool(op.function(*dummies))
+    except AttributeError as error:
+        if any(isinstance(d, (int, float, bool)) for d in dummies):
+            # ``k.dtype`` of a Python number: a batch holds it as an array, which has one
+            raise _python_number_attribute(op, error) from error
+        return BOTH
     except Exception:  # noqa: BLE001 - Python's own error is raised when the test runs
         return BOTH
 
 
+def _python_number_attribute(op: PrimOp, error: AttributeError) -> Exception:
+    from pcbatch.errors import TypeInferenceError, where
+
+    return TypeInferenceError(
+        f"{error}{where(op.loc)}: the value is a Python number in each example (a literal, "
+        "a range() counter, float(x) or int(x), arithmetic on those), which has no dtype "
+        "or shape in Python. Test a NumPy value instead (np.asarray(k).dtype, or start "
+        "from np.int64(0))"
+    )
+
+
 def _example_of(t: Type):
-    """Zeros of one example's shape and dtype: a shape test reads nothing else."""
+    """Zeros of one example's shape and dtype: a shape test reads nothing else. A weak
+    value is a Python number in each example, as here: ``k.dtype`` of a Python int
+    raises (AttributeError: the branch stays, and raises so when it runs)."""
 
     def zeros(leaf):
         if leaf.shape is None or any(d is None for d in leaf.shape):
             raise ValueError("a shape not known when compiling")
+        if is_weak(leaf) and leaf.shape == ():
+            return np.zeros((), dtype=np.dtype(leaf.dtype)).item()
         return np.zeros(leaf.shape, dtype=np.dtype(leaf.dtype))
 
     return map_pattern(zeros, t.tensors)

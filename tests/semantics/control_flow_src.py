@@ -622,6 +622,34 @@ def branch_on_a_shape(v):
 
 
 @ctx.batch
+def branch_on_a_dtype(v):
+    """A variable holds one dtype too: the side Python does not run is not compiled, so
+    its dtype does not widen the result (``v // 2`` of int8 was float64, and of int64
+    past 2**53 rounded)."""
+    if v.dtype.kind == "f":
+        return v * 0.5
+    if np.issubdtype(v.dtype, np.bool_):
+        return v
+    return v // 2
+
+
+@ctx.batch
+def dtype_tests_in_conditional_expressions(v):
+    top = np.iinfo(v.dtype).max if v.dtype.kind in "iu" else np.finfo(v.dtype).max
+    return (v // 3 if np.issubdtype(v.dtype, np.integer) else v * 2), top
+
+
+@ctx.batch
+def dtype_of_a_python_number(n):
+    k = 0
+    for i in range(n):
+        k = k + i
+    if k.dtype == np.int64:  # ERROR: a Python int has no dtype
+        return n
+    return -n
+
+
+@ctx.batch
 def shape_tests_in_an_elif_chain(v):
     if len(v) > 5:
         r = v[5]

@@ -212,6 +212,36 @@ def test_a_branch_on_shapes_compiles_only_the_side_python_runs(case, backend_nam
     _check(getattr(src, name), backend_name, *args)
 
 
+DTYPE_CASES = [
+    np.array([[100, -7, 3], [127, 0, 1]], np.int8),
+    np.array([[2**62 + 1, 2**61 + 3, -5], [7, 2**53 + 1, 0]]),
+    np.array([[1.5, -2.0, 0.25], [3.0, 0.0, 1.0]], np.float32),
+    np.array([[True, False, True], [False, False, True]]),
+]
+
+
+@backends.backend_param
+@pytest.mark.parametrize("name", ["branch_on_a_dtype", "dtype_tests_in_conditional_expressions"])
+@pytest.mark.parametrize("v", DTYPE_CASES, ids=["int8", "int64", "float32", "bool"])
+def test_a_branch_on_dtypes_compiles_only_the_side_python_runs(name, v, backend_name):
+    function = getattr(src, name)
+    if name == "dtype_tests_in_conditional_expressions" and v.dtype == bool:
+        v = v.astype(np.uint8)  # np.finfo(bool) raises, in Python too
+    got = function(v, backend=backends.backend(backend_name))
+    for actual, want in zip(backends.leaves(got), backends.leaves(function(v, dry_run=True))):
+        actual, want = np.asarray(actual), np.asarray(want)
+        assert actual.dtype == want.dtype, (actual.dtype, want.dtype)
+        np.testing.assert_array_equal(actual, want)
+
+
+@backends.backend_param
+def test_the_dtype_of_a_python_number_is_refused_at_the_users_line(backend_name):
+    with pytest.raises(pcbatch.TypeInferenceError, match="no attribute 'dtype'") as info:
+        src.dtype_of_a_python_number(np.array([2, 3]), backend=backends.backend(backend_name))
+    line = _marked_line(src.dtype_of_a_python_number, "ERROR")
+    assert f"control_flow_src.py:{line}" in str(info.value)
+
+
 def _marked_line(fn, marker: str) -> int:
     lines, first = inspect.getsourcelines(fn)
     return next(first + i for i, line in enumerate(lines) if marker in line)
