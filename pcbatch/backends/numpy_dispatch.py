@@ -184,6 +184,8 @@ class Dispatched(PerExampleValue):
             function = division.numpy_exact(ufunc.__name__, function, self.xp)
         if self.xp.__name__ == TF_NUMPY and (function is None or ufunc.__name__ in _EXTREMA):
             function = _tensorflow_ufunc(ufunc.__name__, self.xp)
+        if self.xp.__name__ == TF_NUMPY and ufunc.__name__ in _UNSIGNED_LACKING:
+            function = _tensorflow_unsigned(ufunc.__name__, function)
         if method != "__call__" or function is None:
             return NotImplemented
         inputs = tuple(_numbers_as_array(x) for x in unwrap(inputs))  # v * [1, 2]: an array
@@ -394,6 +396,27 @@ def _tensorflow_ufunc(name: str, xp):
     return {"rint": tf.math.round}.get(name)  # half to even, as NumPy
 
 
+#: ufuncs whose TensorFlow kernels take no unsigned integers
+_UNSIGNED_LACKING = frozenset({"negative", "absolute", "sign"})
+
+
+def _tensorflow_unsigned(name: str, function):
+    """NumPy's ``-n``, ``abs(n)`` and ``np.sign(n)`` of unsigned integers, which
+    TensorFlow's kernels refuse: ``-n`` wraps (``0 - n``), ``abs`` is ``n``, the sign 0 or
+    1. Other dtypes keep ``function``."""
+    import tensorflow as tf
+
+    def unsigned(x):
+        x = tf.convert_to_tensor(x)
+        if not x.dtype.is_unsigned:
+            return function(x)
+        if name == "negative":  # in int64 (no uint8 Sub kernel), wrapped back by the cast
+            return tf.cast(tf.negative(tf.cast(x, tf.int64)), x.dtype)
+        return tf.identity(x) if name == "absolute" else tf.cast(x > 0, x.dtype)
+
+    return unsigned
+
+
 #: ``np.maximum``, ``np.minimum``, ``np.fmax``, ``np.fmin``: where NumPy's float loop
 #: keeps the first operand (a NaN that maximum propagates and fmax drops, and which of
 #: two equal zeros it gives). TensorFlow's maximum and minimum drop a NaN; it has no fmax.
@@ -502,7 +525,7 @@ def _tensorflow_integer_power(ones, base, exponent):
 
     from pcbatch.backends.tensorflow import in_xla_context
 
-    if not in_xla_context():
+    if not in_xla_context() and not base.dtype.is_unsigned:  # its kernel has no unsigned
         return tf.pow(base, exponent) * ones
     one = tf.ones_like(exponent)
     result = ones

@@ -305,6 +305,17 @@ class IntConversionGuard:
         return None
 
 
+def _batch_aligned(a, b) -> tuple:
+    """``a`` and ``b`` (batches, or one value for the batch) padded with trailing axes of
+    size 1 to one rank, so that they broadcast example by example."""
+    rank_a, rank_b = np.ndim(a), np.ndim(b)
+    if rank_a == 0 or rank_b == 0 or rank_a == rank_b:
+        return a, b
+    if rank_a < rank_b:
+        return np.reshape(a, np.shape(a) + (1,) * (rank_b - rank_a)), b
+    return a, np.reshape(b, np.shape(b) + (1,) * (rank_a - rank_b))
+
+
 class IntPowerGuard:
     """``base ** exponent`` (and ``pow(base, exponent)``)'s check, as a batched primitive
     returning ``exponent``: integers to negative integer powers raise ValueError in
@@ -329,7 +340,10 @@ class IntPowerGuard:
     def faulting(base, exponent):
         if not (_is_integer(base) and _is_integer(exponent)):
             return np.less(exponent, exponent)  # all False, in the exponent's shape
-        # over the base's shape too: a literal exponent is one value for the batch
+        # over the base's shape too: a literal exponent is one value for the batch. Both
+        # lead with the batch: a lower rank's items stand for its example's whole row
+        # (a vector ``n ** 2``: (batch, 3) and (batch,) would not broadcast)
+        base, exponent = _batch_aligned(base, exponent)
         negative = np.logical_or(np.less(exponent, 0), np.not_equal(base, base))
         rank = len(np.shape(negative))
         return np.any(negative, axis=tuple(range(1, rank))) if rank > 1 else negative

@@ -1010,3 +1010,18 @@ def mean_of_the_positive_items(v):
     """``v[v > 0]`` kept in a variable: each example's has its own length."""
     positive = v[v > 0]  # ERROR
     return positive.mean() if len(positive) > 0 else 0.0
+
+
+def unsigned_arithmetic(n):
+    """Unsigned ints (pixels, counts): TensorFlow's kernels lack -n, abs and sign of them
+    (refused), and ``n ** 2`` of an int vector failed on JAX and TensorFlow ("incompatible
+    shapes": the negative-power check broadcast a batch of exponents against vectors)."""
+    return -n, abs(n), np.sign(n), n**2, n**3, abs(n - 5), np.square(n), n // 3, n % 3
+
+
+def int_vector_powers(v, k):
+    return v**2, v**k, pow(v, 3), 2**k
+
+
+def square_of_an_int_vector(v):
+    return v**2

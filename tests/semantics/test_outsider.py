@@ -462,3 +462,49 @@ def test_a_value_whose_shape_differs_by_example_is_refused_saying_what_to_write(
     assert f"outsider_src.py:{line}" in str(info.value) + "".join(
         getattr(info.value, "__notes__", [])
     )
+
+
+@backends.backend_param
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_unsigned_arithmetic_as_numpy(dtype, backend_name):
+    n = np.array([[0, 1, 3], [200, 7, 255], [2**8 - 2, 5, 6]]).astype(dtype)
+    if dtype is np.uint64:
+        n[2, 0] = 2**63 + 5
+    batched = pcbatch.Context().batch(src.unsigned_arithmetic)
+    if backend_name == "torch" and dtype is np.uint64:  # Torch has no uint64 arithmetic
+        with pytest.raises(TypeError, match="torch has no full support"):
+            batched(n, backend=backends.backend(backend_name))
+        return
+    with np.errstate(over="ignore"):
+        want = batched(n, dry_run=True)
+    got = batched(n, backend=backends.backend(backend_name))
+    backends.assert_identical(got, want)
+
+
+@backends.backend_param
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint8])
+def test_powers_of_integer_vectors(dtype, backend_name):
+    # two examples of three items: the check once broadcast the batch's two exponents
+    # against each example's three items
+    v = np.array([[0, 1, 3], [2, 7, 5]]).astype(dtype)
+    k = np.array([0, 3]).astype(dtype)
+    batched = pcbatch.Context().batch(src.int_vector_powers)
+    backends.assert_identical(
+        batched(v, k, backend=backends.backend(backend_name)), batched(v, k, dry_run=True)
+    )
+    square = pcbatch.Context().batch(src.square_of_an_int_vector)
+    backends.assert_identical(
+        square(v, backend=backends.backend(backend_name)), square(v, dry_run=True)
+    )
+
+
+@backends.backend_param
+def test_a_negative_integer_power_fails_only_its_own_example(backend_name):
+    """As many examples as items (3 x 3): the check's flags once lined up the batch's
+    exponents with an example's items, so every example failed with one."""
+    v = np.arange(9).reshape(3, 3)
+    k = np.array([2, -1, 3])
+    batched = pcbatch.Context().batch(src.int_vector_powers)
+    results, status = batched(v, k, backend=backends.backend(backend_name), return_status=True)
+    assert [pcbatch.LaneStatus(s).name for s in np.asarray(status)] == ["OK", "ERROR", "OK"]
+    np.testing.assert_array_equal(np.asarray(results[1])[[0, 2]], [v[0] ** 2, v[2] ** 3])
