@@ -42,7 +42,7 @@ from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
 from pcbatch.errors import BatchSizeError, NestedBatchedCallError
-from pcbatch.frontend import comprehensions, desugar, fence, statics, unbound
+from pcbatch.frontend import comprehensions, desugar, fence, loop_else, statics, unbound
 from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.snapshot import Snapshot, names_read
 from pcbatch.frontend.statics import Specialised, Statics, is_static_value
@@ -1017,7 +1017,7 @@ def _build_module(
 ) -> Module:
     parsed = {
         name: desugar.for_loops(
-            comprehensions.reductions(parse_function(bf.python_function))
+            loop_else.flags(comprehensions.reductions(parse_function(bf.python_function)))
         )
         for name, bf in functions.items()
     }

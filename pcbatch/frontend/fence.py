@@ -296,14 +296,11 @@ class _Fence(ast.NodeVisitor):
         self.check_body(stmt.orelse)
 
     def check_While(self, stmt: ast.While) -> None:
-        if stmt.orelse:
-            self.reject(stmt, "while ... else is not supported; use a flag variable")
+        # (`loop_else.flags` made every loop's else a test of a flag)
         self.check_value(stmt.test)
         self.check_body(stmt.body)
 
     def check_For(self, stmt: ast.For) -> None:
-        if stmt.orelse:
-            self.reject(stmt, "for ... else is not supported; use a flag variable")
         if not _is_range_call(stmt.iter, self.locals):
             # `desugar.for_loops` rewrote every other loop into one over range(...)
             self.reject(

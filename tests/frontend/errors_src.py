@@ -66,14 +66,6 @@ def item_range(v):
     return buf
 
 
-def while_else(x):
-    while x > 0:  # ERROR
-        x = x - 1
-    else:
-        x = 5
-    return x
-
-
 def range_rebound(x):
     range = 3  # noqa: A001 - shadowing the builtin is the point
     total = 0
@@ -178,14 +170,6 @@ def uses_class(x):
 
 def checks_id(x):
     return x if id(x) else x * 2  # ERROR
-
-
-def for_else(x):
-    for _ in range(3):  # ERROR
-        x = x - 1
-    else:
-        x = 5
-    return x
 
 
 def rewritten_expression_fails(x):

@@ -34,7 +34,6 @@ SYNTAX_CASES = [
     ("item_assignment", "item assignment to parameter"),
     ("item_alias", "would share it"),
     ("item_range", "integers and ':' only"),
-    ("while_else", "while ... else"),
     ("range_rebound", "binds the name 'range' itself"),
     ("no_return_value", "return a value"),
     ("falls_off_end", "without returning"),
@@ -49,7 +48,6 @@ SYNTAX_CASES = [
     ("uses_import", "import at module level"),
     ("uses_class", "class definitions are not supported"),
     ("checks_id", "id() of a per-example value"),
-    ("for_else", "for ... else is not supported"),
 ]
 
 

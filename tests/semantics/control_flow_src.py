@@ -463,15 +463,6 @@ def over_a_view_of_an_array_changed_in_place(v):
     return s
 
 
-def for_else_over_items(v):
-    s = 0.0
-    for a in v:  # ERROR
-        s = s + a
-    else:
-        s = -s
-    return s
-
-
 def a_row_changed_in_place(m):
     s = 0.0
     for row in m:  # ERROR
@@ -683,3 +674,39 @@ def shape_test_short_circuits_as_python_does(x):
     if x.ndim > 0 and len(x) > 2:  # len() of a number would raise: Python never calls it
         return x[2]
     return np.sum(x)
+
+
+@ctx.batch
+def search_with_for_else(v, target):
+    """``for ... else``: the clause runs where the loop ended without a break."""
+    for k, a in enumerate(v):
+        if a == target:
+            index = k
+            break
+    else:
+        index = -1
+    return index
+
+
+@ctx.batch
+def nested_loops_with_else(v):
+    """An inner loop's ``else`` holds the outer loop's ``break``; ``while ... else``."""
+    found = -1
+    for i in range(len(v)):
+        for j in range(i):
+            if v[i] + v[j] == 0:
+                break
+        else:
+            continue
+        found = i
+        break
+    else:
+        found = -2
+    k = 0
+    while k < len(v) and v[k] >= 0:
+        k += 1
+        if k > 5:
+            break
+    else:
+        k = -k
+    return found, k

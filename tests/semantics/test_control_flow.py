@@ -242,6 +242,13 @@ def test_the_dtype_of_a_python_number_is_refused_at_the_users_line(backend_name)
     assert f"control_flow_src.py:{line}" in str(info.value)
 
 
+@backends.backend_param
+def test_loops_with_else_run_it_where_python_does(backend_name):
+    v = np.array([[1.0, -2, 3], [4, 5, 6], [-1, 1, 2], [2, 0, -2]])
+    _check(src.search_with_for_else, backend_name, v, [3.0, 5.0, 9.0, -2.0])
+    _check(src.nested_loops_with_else, backend_name, v)
+
+
 def _marked_line(fn, marker: str) -> int:
     lines, first = inspect.getsourcelines(fn)
     return next(first + i for i, line in enumerate(lines) if marker in line)
@@ -296,7 +303,6 @@ def test_a_chained_comparison_calls_its_middle_operand_once():
      "'v', which is rebound inside the loop.*np.array\\(v\\)"),
     ("over_a_view_of_an_array_changed_in_place", pcbatch.AutobatchSyntaxError,
      "'u\\[1:\\]', which is a view of it.*np.array\\(u\\[1:\\]\\)"),
-    ("for_else_over_items", pcbatch.AutobatchSyntaxError, "for ... else is not supported"),
     ("choosing_a_tuple_or_a_number", pcbatch.TypeInferenceError,
      "chooses between a tuple of 2 items and a non-tuple"),
     ("a_row_changed_in_place", pcbatch.TypeInferenceError,

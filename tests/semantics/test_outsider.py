@@ -58,7 +58,7 @@ augmented_items float32_constant_cast astype_int32_then_divide signs_and_isclose
 weak_int_division int_of_division nested_while_continue float_sqrt_power weak_float_steps
 chained_mixed float_literal_beside_a_value float_of_a_string sum_of_a_list slices
 arange_times int_power_half weak_divmod min_with_zero comparisons_with_inf
-tuple_of_mixed_return bool_sum rate_or_zero""".split()  # noqa: SIM905
+tuple_of_mixed_return bool_sum rate_or_zero while_else for_else""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -82,8 +82,6 @@ REJECTED = {
     "list_append": "acc = np.zeros",
     "dict_of_values": "acc = np.zeros",
     "modular_pow": "square-and-multiply",
-    "while_else": "use a flag variable",
-    "for_else": "use a flag variable",
     "nonlocal_counter": "module level",
 }
 
