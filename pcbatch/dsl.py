@@ -330,6 +330,18 @@ class FunctionBuilder:
         self._pending_else = None
         self._terminate(ReturnOp(loc))
 
+    def stop(self) -> None:
+        """Ends the current path where every thread on it has failed a check (a
+        ``raise``: the machine stops them, or the eager one raises): a jump to a block that
+        only jumps to itself, so the path neither falls off the function's end nor joins
+        the code after it. No thread runs that block."""
+        loc = self._here()
+        label = self._fresh_label("stopped")
+        self._pending_else = None
+        self._current.terminator = GotoOp(label, loc)
+        self._start_block(label)
+        self._terminate(GotoOp(label, loc))
+
     def if_(self, cond: str) -> contextlib.AbstractContextManager:
         """Opens the then-branch of ``if cond``; may be followed by `else_`."""
         loc = self._here()

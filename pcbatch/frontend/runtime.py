@@ -8,6 +8,7 @@ become these NumPy forms, and a branch condition becomes one bool per example.
 from __future__ import annotations
 
 import builtins
+import copy
 import inspect
 import math
 import operator
@@ -202,6 +203,45 @@ class RangeStepCheck:
         if getattr(backend, "staged", False):
             return _pass_through
         return None
+
+
+class RaiseCheck:
+    """``raise E(...)`` (or a failed ``assert``) that only some examples reach: a batched
+    primitive of a per-example True, which every example that runs it fails with the
+    user's exception. On NumPy and Torch (which run a block for its active threads only)
+    it raises at once; a staged backend stops those threads and raises it after the run,
+    as for range()'s zero step (`RangeStepCheck`); ``return_status=True`` reports them
+    as `LaneStatus.ERROR`."""
+
+    def __init__(self, exception: BaseException, where: str):
+        self.exception, self.where = exception, where
+        self.__name__ = "raise"
+        if hasattr(exception, "add_note"):
+            exception.add_note(f"raised at {where} for the examples that reached it")
+
+    def __call__(self, reached):
+        from pcbatch.backends import weak
+
+        if np.any(reached) and not weak.running_on_dummies():
+            raise self.error()
+        return reached
+
+    @staticmethod
+    def faulting(reached):
+        return np.not_equal(reached, False)
+
+    def error(self) -> BaseException:
+        """A fresh copy of the user's exception each time (raising one object again
+        would grow its traceback, and notes added to it would stay for the next call)."""
+        from pcbatch.errors import lane_check_failed
+
+        fresh = copy.copy(self.exception)
+        fresh.__traceback__ = None
+        if hasattr(self.exception, "__notes__"):
+            fresh.__notes__ = list(self.exception.__notes__)
+        return lane_check_failed(fresh)
+
+    for_backend = RangeStepCheck.for_backend
 
 
 def _pass_through(value):

@@ -471,43 +471,64 @@ class Translator:
         finally:
             self.dynamic_depth -= 1
 
-    def stmt_Raise(self, stmt: ast.Raise) -> None:
-        """``raise`` where every example reaches it (straight-line code, or a branch
+    def stmt_Raise(self, stmt: ast.Raise) -> bool:
+        """``raise``, its exception made from the values known when compiling. Where
+        every example reaches it (the batched function's straight-line code, or a branch
         decided when compiling: ``else: raise ValueError(f"unknown method {method!r}")``)
-        raises for every example, so the call raises it, made from the values known when
-        compiling; elsewhere it is refused."""
+        the call raises it at once; elsewhere (a branch or loop on per-example values, a
+        function another batched function calls) the examples that reach it fail with
+        it (`runtime.RaiseCheck`). What follows on its path is dead code."""
         if stmt.exc is None:
             raise self.error(stmt, "a bare raise (re-raise) is not supported: there is no "
                              "exception being handled in a batched function")
-        self.raise_for_every_example(stmt, stmt.exc, "raise")
+        self.raise_where_reached(stmt, stmt.exc, "raise")
+        return True
 
-    def stmt_Assert(self, stmt: ast.Assert) -> None:
-        """``assert`` on a value known when compiling: nothing, or AssertionError."""
+    def stmt_Assert(self, stmt: ast.Assert) -> bool | None:
+        """``assert test, message``: on a value known when compiling nothing, or the
+        AssertionError; on per-example values, the AssertionError for the examples whose
+        test is false (``if not test: raise AssertionError(message)``)."""
+        message = [stmt.msg] if stmt.msg is not None else []
+        error = ast.copy_location(ast.Call(
+            func=ast.Name(id="AssertionError", ctx=ast.Load()), args=message, keywords=[],
+        ), stmt)
         test = self.known(stmt.test)
         if test is statics.UNKNOWN:
-            raise self.error(
-                stmt, "assert on per-example values is not supported (it would stop every "
-                "example); return a flag or a sentinel such as np.nan for the failing ones "
-                "(assert on None or text arguments and global constants is supported)")
+            failed = ast.UnaryOp(ast.Not(), copy.deepcopy(stmt.test))
+            fail = ast.Raise(exc=error, cause=None)
+            check = ast.If(test=failed, body=[fail], orelse=[])
+            for node in (failed, fail, check):
+                ast.copy_location(node, stmt)
+            return self.stmt_If(ast.fix_missing_locations(check))
         if not test:
-            message = stmt.msg
-            error = ast.Call(func=ast.Name(id="AssertionError", ctx=ast.Load()),
-                             args=[message] if message is not None else [], keywords=[])
-            self.raise_for_every_example(stmt, ast.copy_location(error, stmt), "assert")
+            self.raise_where_reached(stmt, error, "assert")
+            return True
+        return None
 
-    def raise_for_every_example(self, stmt: ast.stmt, exc: ast.expr, what: str) -> None:
-        if not self.is_main:
+    def raise_where_reached(self, stmt: ast.stmt, exc: ast.expr, what: str) -> None:
+        every_call = not (self.dynamic_depth or self.some_returned)
+        if every_call and not self.is_main:
+            # a function that raises whenever it is called has no result to type
             raise self.error(
-                stmt, f"{what} in a function called from another batched function is not "
-                "supported (only the examples that call it would raise); return a flag or "
-                "a sentinel such as np.nan, or raise in the function you call from Python")
-        if self.dynamic_depth or self.some_returned:
-            raise self.error(
-                stmt, f"{what} inside a loop or a branch on per-example values, or after a "
-                "return on one, is not supported (only some examples would reach it); "
-                "return a flag or a sentinel "
-                "such as np.nan for them. A raise in a branch decided when compiling (on "
-                "None or text arguments, or global constants) is supported")
+                stmt, f"{what} on every path of a function called from another batched "
+                "function is not supported (only the examples that call it would raise); "
+                "raise in the caller's branch, or return a flag or a sentinel such as np.nan")
+        error = self.exception_of(stmt, exc, what)
+        if every_call:
+            if hasattr(error, "add_note"):
+                error.add_note(
+                    f"raised by {self.parsed.name} at {self.parsed.filename}, line "
+                    f"{stmt.lineno}, for every example of the call (pcbatch decided the "
+                    "branch when compiling)")
+            raise error
+        # reached by some examples: those fail with it (after the run where compiled)
+        check = runtime.RaiseCheck(error, str(self.loc(stmt)))
+        reached = self.fb.const(True, out=self.fresh())
+        self.fb.prim(check, reached, out=self.fresh(), name=check.__name__)
+        self.fb.stop()
+
+    def exception_of(self, stmt: ast.stmt, exc: ast.expr, what: str) -> BaseException:
+        """The exception ``exc`` makes, from literals, globals and static arguments."""
         dynamic = [n.id for n in ast.walk(exc) if isinstance(n, ast.Name)
                    and n.id in self.locals and n.id not in self.statics]
         if dynamic:
@@ -522,12 +543,7 @@ class Translator:
             error = error()
         if not isinstance(error, BaseException):
             raise self.error(stmt, "exceptions must derive from BaseException")
-        note = (f"raised by {self.parsed.name} at {self.parsed.filename}, line "
-                f"{stmt.lineno}, for every example of the call (pcbatch decided the branch "
-                "when compiling)")
-        if hasattr(error, "add_note"):
-            error.add_note(note)
-        raise error
+        return error
 
     def stmt_While(self, stmt: ast.While) -> None:
         self.no_static_writes(stmt, "inside a loop")

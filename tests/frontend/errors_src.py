@@ -138,17 +138,6 @@ def checked_sqrt(x):
 ALL = pcbatch  # keep the import used
 
 
-def uses_raise(x):
-    if x < 0:
-        raise ValueError("negative")  # ERROR
-    return x
-
-
-def uses_assert(x):
-    assert x > 0  # ERROR
-    return x
-
-
 def uses_del(x):
     y = x + 1
     del y  # ERROR

@@ -42,8 +42,6 @@ SYNTAX_CASES = [
     ("prints", "pcbatch.host_callback(print"),
     ("checks_isinstance", "isinstance() of a per-example value"),
     ("checks_type", "type() of a per-example value"),
-    ("uses_raise", "raise inside a loop or a branch on per-example values"),
-    ("uses_assert", "assert on per-example values is not supported"),
     ("uses_del", "del is not supported"),
     ("uses_import", "import at module level"),
     ("uses_class", "class definitions are not supported"),

@@ -710,3 +710,42 @@ def nested_loops_with_else(v):
     else:
         k = -k
     return found, k
+
+
+LIMIT = 10.0
+
+
+@ctx.batch
+def checked_sqrt(x):
+    """``raise`` in a branch: the examples that take it fail with the user's exception."""
+    if x < 0:
+        raise ValueError("x must not be negative")  # ERROR raise
+    return np.sqrt(x)
+
+
+@ctx.batch
+def asserted_below_the_limit(x):
+    assert x < LIMIT, "x is too large"  # ERROR assert
+    return x * 2
+
+
+@ctx.batch
+def raises_in_a_while_loop(n):
+    k = 0
+    while k < n:
+        k += 1
+        if k > 5:
+            raise RuntimeError("more than five steps")  # ERROR loop
+    return k
+
+
+@ctx.batch
+def validated_helper(t):
+    if t > 3:
+        raise ValueError("the helper takes at most 3")  # ERROR helper
+    return t + 1
+
+
+@ctx.batch
+def calls_the_validated_helper(x):
+    return validated_helper(x) * 2

@@ -249,6 +249,39 @@ def test_loops_with_else_run_it_where_python_does(backend_name):
     _check(src.nested_loops_with_else, backend_name, v)
 
 
+RAISES = [
+    ("checked_sqrt", [4.0, 9.0], [4.0, -1.0, 9.0], ValueError, "ERROR raise"),
+    ("asserted_below_the_limit", [1.0, 2.0], [1.0, 20.0, 3.0], AssertionError,
+     "ERROR assert"),
+    ("raises_in_a_while_loop", [1, 3], [1, 9, 3], RuntimeError, "ERROR loop"),
+    ("calls_the_validated_helper", [1.0, 2.0], [1.0, 5.0, 2.0], ValueError, "ERROR helper"),
+]
+
+
+@backends.backend_param
+@pytest.mark.parametrize(("name", "fine", "failing", "error", "marker"), RAISES,
+                         ids=[r[0] for r in RAISES])
+def test_raise_and_assert_fail_the_examples_that_reach_them(
+    name, fine, failing, error, marker, backend_name
+):
+    """``raise`` in a branch or loop, a failed ``assert``, a raise in a batched helper:
+    Python's exception where an example reaches it, nothing elsewhere (they were
+    rejected at the line); ``return_status=True`` marks those examples ERROR."""
+    fn, b = getattr(src, name), backends.backend(backend_name)
+    _check(fn, backend_name, fine)
+    with pytest.raises(error):
+        fn(np.array(failing), dry_run=True)
+    with pytest.raises(error) as info:
+        fn(np.array(failing), backend=b)
+    where = src.validated_helper if name == "calls_the_validated_helper" else fn
+    line = f"{src.__file__}:{_marked_line(where, marker)}"
+    assert any(line in note for note in getattr(info.value, "__notes__", [line]))
+    result, status = fn(np.array(failing), backend=b, return_status=True)
+    assert [pcbatch.LaneStatus(s).name for s in np.asarray(status)] == ["OK", "ERROR", "OK"]
+    expected = fn(np.array(failing)[[0, 2]], dry_run=True)
+    backends.assert_close(np.asarray(result)[[0, 2]], expected, backend_name)
+
+
 def _marked_line(fn, marker: str) -> int:
     lines, first = inspect.getsourcelines(fn)
     return next(first + i for i, line in enumerate(lines) if marker in line)

@@ -118,8 +118,6 @@ REJECTED = [
     ("returned", "'method' is 'a' in this call"),
     ("held", "'tol' is None in this call"),
     ("computed", "'tol' is None in this call"),
-    ("raise_after_a_per_example_return", "or after a return on one"),
-    ("raise_in_a_loop", "raise inside a loop"),
     ("raise_with_a_per_example_value", "reads 'x', a per-example value"),
 ]
 
@@ -136,12 +134,33 @@ def test_a_static_argument_held_as_a_value_is_rejected_at_its_line(backend_name,
 
 
 @backend_param
+def test_a_raise_that_some_examples_reach_fails_those_examples(backend_name):
+    """After a per-example return, or in a loop: only the examples that get there raise
+    (they were rejected at the line)."""
+    b = backends.backend(backend_name)
+    fn = pcbatch.Context().batch(src.raise_after_a_per_example_return)
+    backends.assert_close(fn(np.array([1.0, 2.0]), backend=b), [1.0, 2.0], backend_name)
+    with pytest.raises(ValueError, match="negative"):
+        fn(np.array([1.0, -2.0]), dry_run=True)
+    with pytest.raises(ValueError, match="negative"):
+        fn(np.array([1.0, -2.0]), backend=b)
+    result, status = fn(np.array([1.0, -2.0, 3.0]), backend=b, return_status=True)
+    assert [pcbatch.LaneStatus(s).name for s in np.asarray(status)] == ["OK", "ERROR", "OK"]
+    np.testing.assert_array_equal(np.asarray(result)[[0, 2]], [1.0, 3.0])
+    in_a_loop = pcbatch.Context().batch(src.raise_in_a_loop)
+    with pytest.raises(ValueError, match="in a loop"):
+        in_a_loop(np.array([1.0, 2.0]), backend=b)
+    backends.assert_close(in_a_loop(np.array([1.0, 2.0]), method="b", backend=b), [1.0, 2.0],
+                          backend_name)
+
+
+@backend_param
 def test_text_or_a_raise_reaching_another_batched_function_is_rejected_at_its_line(
     backend_name,
 ):
     b = backends.backend(backend_name)
     cases = ((src.passes_text, "passes flag='up' to the batched function callee", {}),
-             (src.calls_a_raising_callee, "raise in a function called from another", {}),
+             (src.calls_a_raising_callee, "raise on every path of a function called", {}),
              (src.recurses_with_another_value, "compiled for mode='up'", {"mode": "up"}))
     for fn, match, options in cases:
         with pytest.raises(pcbatch.AutobatchSyntaxError, match=match) as info:
