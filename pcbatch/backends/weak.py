@@ -122,46 +122,44 @@ class Faults(list):
 
 
 @contextlib.contextmanager
+def _probe_holding(name: str, value):
+    """Inside: the probe's thread-local ``name`` is ``value`` (restored after)."""
+    previous = getattr(_PROBE, name, _UNSET)
+    setattr(_PROBE, name, value)
+    try:
+        yield value
+    finally:
+        if previous is _UNSET:
+            delattr(_PROBE, name)
+        else:
+            setattr(_PROBE, name, previous)
+
+
+_UNSET = object()
+
+
 def collecting_overflow():
     """Inside: `note_conversion` and `note_fault` append to the `Faults` this yields."""
-    flags = Faults()
-    previous = getattr(_PROBE, "flags", None)
-    _PROBE.flags = flags
-    try:
-        yield flags
-    finally:
-        _PROBE.flags = previous
+    return _probe_holding("flags", Faults())
 
 
-@contextlib.contextmanager
 def checked_elsewhere(kind: str):
     """Inside: `note_fault` notes nothing of ``kind`` (an op the frontend checks with a
     primitive of its own, `runtime.IntPowerGuard`, or that cannot fail: a probe would
     only repeat it)."""
-    previous = getattr(_PROBE, "unchecked", frozenset())
-    _PROBE.unchecked = previous | {kind}
-    try:
-        yield
-    finally:
-        _PROBE.unchecked = previous
+    return _probe_holding("unchecked", getattr(_PROBE, "unchecked", frozenset()) | {kind})
 
 
-@contextlib.contextmanager
 def on_dummies():
     """Inside: type inference runs a primitive on dummy values (`infer_types`), which are
     no example's: an eager check whose failure every value would meet (``float(x) / 0.0``)
     lets the primitive compute, so that its result type is learned and the check runs on
     the examples."""
-    previous = getattr(_PROBE, "dummies", False)
-    _PROBE.dummies = True
-    try:
-        yield
-    finally:
-        _PROBE.dummies = previous
+    return _probe_holding("dummies", True)
 
 
 def running_on_dummies() -> bool:
-    return getattr(_PROBE, "dummies", False)
+    return bool(getattr(_PROBE, "dummies", False))
 
 
 def checked_here(kind: str, eager: bool) -> bool:

@@ -43,6 +43,8 @@ _SHAPE_TRUTH = "__pcb_shape_truth"
 #: a per-example value's attributes that are one for the whole batch: its shape, and its
 #: dtype (a variable holds one dtype: ``v.dtype.kind == "f"`` is decided as a shape is)
 _SHAPE_ATTRIBUTES = frozenset({"ndim", "shape", "size", "dtype"})
+#: functions of a per-example value that give its shape
+_SHAPE_FUNCTIONS = (len, np.ndim, np.shape, np.size)
 #: functions of dtypes a test decided by shapes and dtypes may call (on ``v.dtype``)
 _DTYPE_FUNCTIONS = (np.issubdtype, np.dtype, np.iinfo, np.finfo, np.can_cast, np.promote_types)
 #: the frontend's own per-example forms a shape test may hold (`_Hoister`)
@@ -689,12 +691,12 @@ class Translator:
         if isinstance(func, ast.Name) and func.id in _PURE_FORMS:
             return True
         value = self.function_named(func)
-        return self.measures_shapes(func) or any(value is f for f in _DTYPE_FUNCTIONS)
+        return any(value is f for f in (*_SHAPE_FUNCTIONS, *_DTYPE_FUNCTIONS))
 
     def measures_shapes(self, func: ast.expr) -> bool:
         """``len``, ``np.ndim``, ``np.shape``, ``np.size``, by any name they have here."""
         value = self.function_named(func)
-        return any(value is f for f in (len, np.ndim, np.shape, np.size))
+        return any(value is f for f in _SHAPE_FUNCTIONS)
 
     def function_named(self, func: ast.expr) -> Any:
         """The function ``func`` names, a constant of the module or a builtin."""
