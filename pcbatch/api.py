@@ -509,6 +509,9 @@ def _as_array_pattern(value: Any, what: str = "argument") -> Any:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         if (type(value).__module__ or "").startswith("torch"):
             _check_torch_dtype(value, what)
+        if isinstance(value, np.ndarray) and not value.dtype.isnative:
+            # big-endian data read from a file: Torch and JAX take only native byte order
+            return value.astype(value.dtype.newbyteorder("="))
         return value  # an array of some library: the backend takes it as it is
     if is_python_scalar(value):
         return value  # the same number in every example, weak as in Python (NEP 50)

@@ -182,7 +182,7 @@ class Dispatched(PerExampleValue):
             function = getattr(self.xp, _UFUNC_ALIASES[ufunc.__name__], None)
         if ufunc.__name__ in division.UFUNCS and method == "__call__":
             function = division.numpy_exact(ufunc.__name__, function, self.xp)
-        if self.xp.__name__ == TF_NUMPY and (function is None or ufunc.__name__ in _EXTREMA):
+        if self.xp.__name__ == TF_NUMPY and (function is None or ufunc.__name__ in _TF_OWN):
             function = _tensorflow_ufunc(ufunc.__name__, self.xp)
         if self.xp.__name__ == TF_NUMPY and ufunc.__name__ in _UNSIGNED_LACKING:
             function = _tensorflow_unsigned(ufunc.__name__, function)
@@ -393,7 +393,27 @@ def _tensorflow_ufunc(name: str, xp):
     if name in _EXTREMA:
         integer_function = getattr(xp, {"fmax": "maximum", "fmin": "minimum"}.get(name, name))
         return _extremum(_EXTREMA[name], integer_function, xp)
-    return {"rint": tf.math.round}.get(name)  # half to even, as NumPy
+    sign_bits = {"signbit": _tensorflow_signbit, "copysign": _tensorflow_copysign}
+    return {"rint": tf.math.round, **sign_bits}.get(name)  # rint: half to even, as NumPy
+
+
+def _tensorflow_signbit(x):
+    """NumPy's ``signbit``: the float's sign bit, read by a bitcast (-0.0 and -nan
+    included, which no comparison sees)."""
+    import tensorflow as tf
+
+    x = tf.convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        return x < 0
+    return tf.bitcast(x, {2: tf.int16, 4: tf.int32, 8: tf.int64}[x.dtype.size]) < 0
+
+
+def _tensorflow_copysign(x, y):
+    """NumPy's ``copysign``: ``x``'s magnitude with ``y``'s sign bit."""
+    import tensorflow as tf
+
+    magnitude = tf.abs(tf.convert_to_tensor(x))
+    return tf.where(_tensorflow_signbit(tf.cast(y, magnitude.dtype)), -magnitude, magnitude)
 
 
 #: ufuncs whose TensorFlow kernels take no unsigned integers
@@ -426,6 +446,8 @@ _EXTREMA = {
     "fmax": lambda a, b, xp: xp.isnan(b) | (a >= b),
     "fmin": lambda a, b, xp: xp.isnan(b) | (a <= b),
 }
+#: ufuncs TensorFlow's NumPy has but computes otherwise: NaN in extrema, the sign of -0.0
+_TF_OWN = frozenset({*_EXTREMA, "signbit"})
 
 
 def _extremum(keeps_first, integer_function, xp):

@@ -43,6 +43,7 @@ __all__ = [
     "check_int_range",
     "einsum_spec",
     "example_ndim",
+    "fail_where",
     "is_simple_index",
     "leaves",
     "one_shape_argument",
@@ -585,10 +586,10 @@ def _check_python_power(base, exponent) -> None:
     from pcbatch.backends import weak
 
     if not _literal(exponent) or exponent < 0:
-        _fail_where((base == 0) & (exponent < 0), weak.ZERO_POWER)
+        fail_where((base == 0) & (exponent < 0), weak.ZERO_POWER)
     if not _literal(exponent) or (math.isfinite(exponent) and exponent != math.floor(exponent)):
         fractional = np.isfinite(exponent) & (np.floor(exponent) != exponent)
-        _fail_where((base < 0) & fractional, weak.COMPLEX_POWER)
+        fail_where((base < 0) & fractional, weak.COMPLEX_POWER)
 
 
 def _check_power_overflow(base, exponent, result) -> None:
@@ -596,14 +597,14 @@ def _check_power_overflow(base, exponent, result) -> None:
     from pcbatch.backends import weak
 
     finite = np.isfinite(base) & np.isfinite(exponent)
-    _fail_where(finite & ~np.isfinite(result), weak.POWER_OVERFLOW)
+    fail_where(finite & ~np.isfinite(result), weak.POWER_OVERFLOW)
 
 
 def _literal(x) -> bool:
     return not isinstance(x, PerExampleValue)
 
 
-def _fail_where(flag, kind: str) -> None:
+def fail_where(flag, kind: str) -> None:
     """Python raises for the examples where ``flag``: on the eager machines (a view of the
     active examples' values) at once, unless type inference runs on dummies; a compiled
     machine's probe notes them (`weak.note_fault`), and they fail after the run."""
@@ -629,7 +630,7 @@ _DIVISIONS = frozenset({"divide", "true_divide", "floor_divide", "remainder", "d
 
 def _python_division(dividend, divisor) -> tuple:
     """Python numbers divided (weak operands only): Python raises ZeroDivisionError for a
-    zero divisor where NumPy gives inf or 0 (`_fail_where`). On a compiled machine the
+    zero divisor where NumPy gives inf or 0 (`fail_where`). On a compiled machine the
     failing examples divide by 1 meanwhile."""
     from pcbatch.backends import weak
 
@@ -637,10 +638,10 @@ def _python_division(dividend, divisor) -> tuple:
         if divisor != 0 or _literal(dividend):
             return dividend, divisor  # two literals: Python's own division raises for 0
         # ``float(x) / 0.0``: every example divides by zero (NaN too)
-        _fail_where((dividend == dividend) | (dividend != dividend), weak.ZERO_DIVISION)
+        fail_where((dividend == dividend) | (dividend != dividend), weak.ZERO_DIVISION)
         return dividend, divisor + 1
     zero = divisor == 0
-    _fail_where(zero, weak.ZERO_DIVISION)
+    fail_where(zero, weak.ZERO_DIVISION)
     if hasattr(zero, "data"):  # eager: it raised unless type inference runs on dummies
         return dividend, divisor
     return dividend, np.where(zero, np.ones_like(divisor), divisor)

@@ -108,6 +108,13 @@ OVERFLOW, NEGATIVE_POWER, ZERO_DIVISION = "overflow", "negative power", "zero di
 #: Python's float power (`per_example.weak_ufunc`): 0.0 to a negative power, a result
 #: past float's range, a negative number to a fractional power (a complex number)
 ZERO_POWER, POWER_OVERFLOW, COMPLEX_POWER = "zero power", "power overflow", "complex power"
+#: the ``math`` module's errors (`pcbatch.frontend.math_forms`): a result that is no real
+#: number, one past float's range, ``log(x, 1)``; ``floor``/``ceil``/``trunc`` of nan, of an
+#: infinity, of a float past int64's range
+MATH_DOMAIN, MATH_RANGE, MATH_ZERO_DIVISION = "math domain", "math range", "math log base 1"
+FLOAT_NAN_TO_INT, FLOAT_INFINITY_TO_INT, FLOAT_PAST_INT64 = (
+    "nan to int", "infinity to int", "float past int64"
+)
 
 _PROBE = threading.local()
 
@@ -295,6 +302,29 @@ _complex_power_error = _checked(ValueError, (
     "which a batched value cannot hold (NumPy would give nan): test the base first, or "
     "compute on an array (np.float64(b) ** e gives nan)"
 ))
+_math_domain_error = _checked(ValueError, (
+    "math domain error{at}: the math function's result is no real number for this "
+    "example's argument, as Python raises (NumPy would give nan). Test the argument "
+    "first (math.sqrt(x) if x >= 0 else ...), or use NumPy's function (np.sqrt(x))"
+))
+_math_range_error = _checked(OverflowError, (
+    "math range error{at}: the math function's result is past float's range for this "
+    "example's argument, as Python raises (NumPy would give inf). Bound the argument "
+    "first, or use NumPy's function (np.exp(x))"
+))
+_math_zero_division_error = _checked(ZeroDivisionError, (
+    "float division by zero{at}: math.log(x, base) divides by log(base), 0 for a base of "
+    "1, as Python raises. Test the base first"
+))
+
+
+def _int_of_float_error(error: type, what: str):
+    return _checked(error, (
+        f"cannot convert float {what} to integer{{at}}, as Python raises for this example "
+        "(math.floor, math.ceil, math.trunc): test np.isfinite(x) first"
+    ))
+
+
 _index_error = _checked(IndexError, (
     "index out of bounds{at}, as NumPy raises for each example: check the index first "
     "(v[k] if 0 <= k < len(v) else ...)"
@@ -314,6 +344,14 @@ _ERRORS = {
     NEGATIVE_POWER: _negative_power_error, ZERO_DIVISION: zero_division_error,
     ZERO_POWER: _zero_power_error, POWER_OVERFLOW: _power_overflow_error,
     COMPLEX_POWER: _complex_power_error,
+    MATH_DOMAIN: _math_domain_error, MATH_RANGE: _math_range_error,
+    MATH_ZERO_DIVISION: _math_zero_division_error,
+    FLOAT_NAN_TO_INT: _int_of_float_error(ValueError, "NaN"),
+    FLOAT_INFINITY_TO_INT: _int_of_float_error(OverflowError, "infinity"),
+    FLOAT_PAST_INT64: _int_of_float_error(
+        OverflowError, "past int64's range [-2**63, 2**63) (Python's exact int does not fit "
+        "the batch's int64)"
+    ),
     INDEX: _index_error, SINGULAR: singular_matrix_error,
     PYTHON_INT: lambda where: _python_ints().overflow_error(where),
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 
+from pcbatch.frontend.math_forms import MATH_PER_EXAMPLE
 from pcbatch.frontend.parse import ParsedFunction, local_names, parameter_names
 
 _STATEMENTS_OK = (
@@ -61,8 +62,6 @@ _NONE_ADVICE = (
 )
 
 
-#: ``math`` functions computed per example (`runtime.MATH_FORMS`): they never raise
-_MATH_PER_EXAMPLE = frozenset({"isnan", "isinf", "isfinite", "isclose", "fabs"})
 #: NumPy's name of a math function where it differs
 _NUMPY_NAMES_OF_MATH = {"pow": "power", "atan": "arctan", "atan2": "arctan2", "asin": "arcsin",
                         "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
@@ -446,7 +445,7 @@ class _Fence(ast.NodeVisitor):
         """``math.sqrt(x)`` needs one Python number, and raises where NumPy's function
         gives nan or inf: a batch can keep neither."""
         function = self.global_value(node.func)
-        if getattr(function, "__name__", None) in _MATH_PER_EXAMPLE:
+        if getattr(function, "__name__", None) in MATH_PER_EXAMPLE:
             return
         if getattr(function, "__module__", None) != "math" or not any(
             self.reads_locals(arg) for arg in [*node.args, *(k.value for k in node.keywords)]

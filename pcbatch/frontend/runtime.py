@@ -10,12 +10,12 @@ from __future__ import annotations
 import builtins
 import copy
 import inspect
-import math
 import operator
 
 import numpy as np
 
 from pcbatch.errors import ConditionShapeError, SharedArrayError
+from pcbatch.frontend.math_forms import MATH_FORMS
 
 
 def truthy(x):
@@ -621,50 +621,7 @@ def _strong(value):
 to_array = _numpy_copy(np.array)
 to_asarray = _numpy_copy(np.asarray)
 
-# -- the math module's total functions on one example's number ----------------------
-# They never raise on a number (math.sqrt(-1) does: not here), so NumPy computes them for
-# every example; each gives a Python bool or float per example: weak.
 
-
-def _math_form(math_function, compute):
-    name = math_function.__name__
-
-    def form(*args, **kwargs):
-        if all(_is_plain(a) for a in (*args, *kwargs.values())):
-            return math_function(*args, **kwargs)
-        for a in args:
-            if np.ndim(a):
-                raise TypeError(
-                    f"math.{name}() of a per-example array (shape {np.shape(a)}): it takes "
-                    f"one number (as in Python); use np.{name}(v) for arrays"
-                )
-        from pcbatch.backends import weak
-
-        return weak.mark(compute(*args, **kwargs))
-
-    form.__name__ = name
-    form.weak_results = True
-    return form
-
-
-def _isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
-    """Python's rule: equal values (infinities too) are close; otherwise both finite and
-    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)``."""
-    a, b = np.asarray(a, np.float64) if _is_plain(a) else a, b
-    difference = np.abs(a - b)
-    bound = np.maximum(rel_tol * np.maximum(np.abs(a), np.abs(b)), abs_tol)
-    return (a == b) | (np.isfinite(a) & np.isfinite(b) & (difference <= bound))
-
-
-MATH_FORMS = {
-    math.isnan: _math_form(math.isnan, np.isnan),
-    math.isinf: _math_form(math.isinf, np.isinf),
-    math.isfinite: _math_form(math.isfinite, np.isfinite),
-    math.isclose: _math_form(math.isclose, _isclose),
-    math.fabs: _math_form(math.fabs, lambda x: np.abs(x).astype(np.float64)),
-}
-
-#: NumPy functions whose calls the frontend sends to the per-example forms above
 def full(shape, fill_value, dtype=None, order="C"):
     """``np.full(shape, x)`` with a per-example ``x``: NumPy writes ``x`` into an empty
     array by ``copyto``, which no other library's value can take (JAX and TensorFlow
@@ -706,6 +663,7 @@ def item(sequence, k):
     return chosen
 
 
+#: NumPy (and math) functions whose calls the frontend sends to the per-example forms
 NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray", np.full: "__pcb_full",
                **{f: f"__pcb_math_{f.__name__}" for f in MATH_FORMS}}
 

@@ -482,6 +482,10 @@ def math_pow_of_values(x, n):
     return math.pow(x, n) + math.atan2(n, x)
 
 
+def math_gamma_of_value(x):
+    return math.gamma(x)
+
+
 def match_statement(n):
     match n:
         case 0:

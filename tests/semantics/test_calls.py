@@ -421,3 +421,25 @@ def test_a_plain_helper_accumulating_a_scalar_with_in_place_operators(backend_na
     np.testing.assert_allclose(want, [uses_dot_by_hand(*row) for row in zip(v, k)])
     backends.assert_close(batched(v, k, backend=backends.backend(backend_name)), want,
                           backend_name)
+
+
+def halved_until_small(x, n):
+    for _ in range(n):
+        x = x * 0.5 + 1
+    return x
+
+
+@backend_param
+def test_big_endian_and_strided_arrays_are_arguments_like_any_other(backend_name):
+    """Data read from a file can be big-endian (``>f8``): Torch and JAX refused it with an
+    error about dummy inputs; strided and read-only arrays too are plain arguments."""
+    batched = pcbatch.Context().batch(halved_until_small)
+    n = np.array([3, 1, 0])
+    want = batched(np.array([1.0, 2.0, 5.0]), n, dry_run=True)
+    big_endian = np.array([1.0, 2.0, 5.0], dtype=">f8")
+    strided = np.array([1.0, 9.0, 2.0, 9.0, 5.0])[::2]
+    read_only = np.array([1.0, 2.0, 5.0])
+    read_only.flags.writeable = False
+    for x in (big_endian, strided, read_only):
+        got = batched(x, n.astype(">i8"), backend=backends.backend(backend_name))
+        backends.assert_identical(got, want)

@@ -58,7 +58,8 @@ augmented_items float32_constant_cast astype_int32_then_divide signs_and_isclose
 weak_int_division int_of_division nested_while_continue float_sqrt_power weak_float_steps
 chained_mixed float_literal_beside_a_value float_of_a_string sum_of_a_list slices
 arange_times int_power_half weak_divmod min_with_zero comparisons_with_inf
-tuple_of_mixed_return bool_sum rate_or_zero while_else for_else""".split()  # noqa: SIM905
+tuple_of_mixed_return bool_sum rate_or_zero while_else for_else math_sqrt_of_value
+math_floor_of_value math_pow_of_values""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -70,9 +71,7 @@ REJECTED = {
     "string_flag_local": "boolean or int flag",
     "fstring_length": "pcbatch.host_callback",
     "str_of_value": "pcbatch.host_callback",
-    "math_sqrt_of_value": "np.sqrt",
-    "math_floor_of_value": "np.floor",
-    "math_pow_of_values": r"np\.power\(x, n\)",  # NumPy's name, the call's arguments
+    "math_gamma_of_value": r"math\.gamma\(\)",
     "match_statement": "if/elif",
     "enumerate_range": "for i in range",
     "starred_unpacking": "unpack each element",
