@@ -25,6 +25,7 @@ from pcbatch.backends import (
     linalg,
     per_example,
     result_dtypes,
+    scalars,
     tensorflow_numpy,
 )
 from pcbatch.backends.foreign import (
@@ -596,22 +597,39 @@ _SHIFTS = ("left_shift", "right_shift")
 _RENAMED = {"jax.numpy": {("clip", "a_min"): "min", ("clip", "a_max"): "max"}}
 
 
-def _tensorflow_round(xp):
-    """``np.round`` as NumPy computes it (scale, round half to even, unscale), for
-    TensorFlow's NumPy, whose round calls ``Tensor.astype``: tensors lack it unless
-    NumPy behaviour is switched on for the whole process."""
-    import tensorflow as tf
+def _round_as_numpy(rint: Callable, xp) -> Callable:
+    """``np.round`` of floats as NumPy computes it (scale by 10**decimals, round half to
+    even, unscale), its divisions correctly rounded (`scalars.divided`): XLA multiplies
+    by a constant divisor's reciprocal, which gave ``np.round(21.33, 2)`` as
+    21.330000000000002 on JAX. TensorFlow's NumPy's own round calls ``Tensor.astype``,
+    which tensors lack unless NumPy behaviour is switched on for the whole process."""
 
     def round_(a, decimals=0, out=None):
         dtype = np.dtype(getattr(a.dtype, "as_numpy_dtype", a.dtype))
         if dtype.kind in "iub" and decimals >= 0:
             return a
         if decimals == 0:
-            return tf.math.round(a)
-        scale = tf.constant(10.0**decimals, dtype=a.dtype)
-        return tf.math.round(a * scale) / scale
+            return rint(a)
+        scale = 10.0 ** abs(decimals)
+        if dtype.kind in "iub":  # to tens, hundreds: in float64, as NumPy, then back
+            wide = xp.asarray(a, dtype=xp.float64)
+            rounded = rint(scalars.divided(wide, scale, "float64", xp)) * scale
+            return xp.asarray(rounded, dtype=a.dtype)
+        if decimals > 0:
+            return scalars.divided(rint(a * scale), scale, dtype.name, xp)
+        return rint(scalars.divided(a, scale, dtype.name, xp)) * scale
 
     return round_
+
+
+def _tensorflow_round(xp):
+    import tensorflow as tf
+
+    return _round_as_numpy(tf.math.round, xp)
+
+
+def _jax_round(xp):
+    return _round_as_numpy(xp.rint, xp)
 
 
 def _tensorflow_norm(xp):
@@ -746,7 +764,10 @@ _REPLACED = {
         **{name: linalg.tensorflow_linalg(name) for name in ("solve", "inv", "cholesky")},
         **tensorflow_numpy.REPLACED,
     },
-    "jax.numpy": {"sort": _sorting("sort"), "argsort": _sorting("argsort")},
+    "jax.numpy": {
+        "round": _jax_round, "around": _jax_round,
+        "sort": _sorting("sort"), "argsort": _sorting("argsort"),
+    },
 }
 
 

@@ -105,8 +105,81 @@ def as_python_round(x, ndigits=None):
             f"round() of a per-example array (shape {x.shape}): Python's round takes one "
             "number (on an ndarray it raises); use np.round(x) or x.round() for arrays"
         )
-    if ndigits is not None:
-        return np.round(x, ndigits)
     from pcbatch.backends import weak
 
-    return weak.mark(np.round(x).astype(np.int64))  # a Python int
+    if ndigits is None:
+        return weak.mark(np.round(x).astype(np.int64))  # a Python int
+    if weak.is_marked(x) and np.dtype(x.dtype).kind == "f":
+        return weak.mark(python_float_round(x, ndigits))  # a Python float
+    return np.round(x, ndigits)  # NumPy's scalar rounds as np.round (2.675 -> 2.68)
+
+
+#: Dekker's splitters, 2**ceil(mantissa bits / 2) + 1, by float dtype
+_SPLITTERS = {"float64": 134217729.0, "float32": 4097.0, "float16": 65.0}
+
+
+def _two_product(a, b, dtype: str = "float64"):
+    """``(p, e)`` with ``p + e == a * b`` exactly (Dekker; no fused multiply-add): the
+    rounding error of a product, for operands far from overflow."""
+    splitter = _SPLITTERS[dtype]
+    p = a * b
+    a_big = splitter * a
+    a_hi = a_big - (a_big - a)
+    a_lo = a - a_hi
+    b_big = splitter * b
+    b_hi = b_big - (b_big - b)
+    b_lo = b - b_hi
+    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+def python_float_round(x, ndigits: int):
+    """Python's ``round(f, ndigits)`` of a Python float per example: half to even on
+    ``f``'s exact binary value, then the nearest float. NumPy scales first and rounds the
+    scaled value, which is not exact: ``np.round(2.675, 2)`` is 2.68 where Python gives
+    2.67 (2.675 is 2.67499999999999982...). The scaled value's rounding error (an exact
+    product, `_two_product`) moves NumPy's candidate by one where it crossed a midpoint.
+    Scales of 10**0 to 10**22 are exact floats; past them, and where the scaled value
+    is 2**52 or more (no digit left to round), NumPy's answer stands."""
+    ndigits = int(ndigits)
+    x = x.as_strong() if hasattr(x, "as_strong") else x  # float64 arithmetic, unchecked
+    if not -22 <= ndigits <= 22:
+        return np.round(x, ndigits)
+    with np.errstate(all="ignore"):  # inf and nan pass through, as in Python
+        return _rounded_to_digits(x, ndigits)
+
+
+def _rounded_to_digits(x, ndigits: int):
+    scale = 10.0 ** abs(ndigits)
+    if ndigits >= 0:
+        scaled, error = _two_product(x, scale)
+    else:
+        scaled = x / scale
+    candidate = np.rint(scaled)
+    if ndigits >= 0:
+        # the exact scaled value is scaled + error, and scaled - candidate is exact
+        offset = scaled - candidate
+        up = (offset == 0.5) & (error > 0)
+        down = (offset == -0.5) & (error < 0)
+    else:
+        # x against the midpoints (candidate +- 0.5) * scale, each an exact product
+        above, above_error = _two_product(candidate + 0.5, scale)
+        below, below_error = _two_product(candidate - 0.5, scale)
+        # (an exact tie divides exactly: rint chose the even side already)
+        up = (x > above) | ((x == above) & (above_error < 0))
+        down = (x < below) | ((x == below) & (below_error > 0))
+    exact = np.isfinite(scaled) & (np.abs(scaled) < 2.0**52)
+    candidate = candidate + np.where(exact & up, 1.0, 0.0) - np.where(exact & down, 1.0, 0.0)
+    result = divided(candidate, scale) if ndigits >= 0 else candidate * scale
+    result = np.copysign(result, x)  # round(-0.001, 2) is -0.0, as Python's
+    return np.where(exact, result, x if ndigits >= 0 else np.round(x, ndigits))
+
+
+def divided(a, b, dtype: str = "float64", xp=np):
+    """``a / b`` correctly rounded where XLA multiplies by the reciprocal of a constant
+    divisor instead (1 ulp off in a third of cases): one correction by the exact
+    residual (`_two_product`); an infinite or nan quotient stands. ``xp``: the arrays'
+    library (NumPy for per-example views)."""
+    quotient = a / b
+    product, error = _two_product(quotient, b, dtype)
+    correction = ((a - product) - error) / b
+    return xp.where(xp.isfinite(correction), quotient + correction, quotient)

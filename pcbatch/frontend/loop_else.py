@@ -50,6 +50,10 @@ class _Rewriter(ast.NodeTransformer):
             return loop
         flag = f"__else{loop.lineno}_{loop.col_offset}_broke"
         orelse, loop.orelse = loop.orelse, []
+        if not _has_own_break(loop.body):
+            # the clause always runs after the loop: no flag, so that a clause ending
+            # in ``return`` ends the function on every path, as Python sees it
+            return [loop, *orelse]
         loop.body = _flag_breaks(loop.body, flag)
         start = ast.Assign(targets=[ast.Name(flag, ast.Store())], value=ast.Constant(False))
         test = ast.UnaryOp(ast.Not(), ast.Name(flag, ast.Load()))
@@ -73,6 +77,15 @@ def _flag_breaks(body: list, flag: str) -> list:
                 block[:] = _flag_breaks(block, flag)
         rewritten.append(stmt)
     return rewritten
+
+
+def _has_own_break(body: list) -> bool:
+    for stmt in body:
+        if isinstance(stmt, ast.Break):
+            return True
+        if not isinstance(stmt, _OWN_BREAKS) and any(map(_has_own_break, _blocks(stmt))):
+            return True
+    return False
 
 
 #: statements whose breaks are not the enclosing loop's: a nested loop's are its own

@@ -612,6 +612,17 @@ def for_else(n):
     return t
 
 
+def while_else_returns(n):
+    """Every path returns: in the loop, or in its ``else`` (no break)."""
+    i = 0
+    while i < n:
+        if i * i == n:
+            return i
+        i += 1
+    else:
+        return -1
+
+
 def nonlocal_counter(x):
     count = 0
 

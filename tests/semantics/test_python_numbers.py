@@ -177,3 +177,30 @@ def test_numpy_functions_of_python_floats_are_numpy_scalars(backend_name):
     got = batched(y0, k, backend=backends.backend(backend_name))
     backends.assert_identical(got[1:], want[1:])
     backends.assert_close(got[0], want[0], backend_name)
+
+
+def rounded_to_digits(x, y):
+    f = float(x)
+    cents = (np.where(np.isfinite(x), x, 0.0) * 100).astype(np.int64)
+    return (round(f, 2), round(f, 1), round(f, -1), round(f, 5), round(f, 2) * y, round(x, 2),
+            np.round(x, 2), np.round(x, -1), np.round(cents, -2))
+
+
+@backends.backend_param
+def test_round_of_a_python_float_to_digits_is_pythons(backend_name):
+    """Python rounds a float's exact binary value: ``round(2.675, 2)`` is 2.67 (2.675 is
+    2.67499999...). NumPy scales first, and gave 2.68 on every backend, silently. A NumPy
+    float64 (``round(x, 2)`` of an argument's item) rounds as NumPy does, as per example;
+    JAX multiplied by 0.01 for the division by 100 there, one ulp off NumPy's."""
+    rng = np.random.default_rng(0)
+    values = [2.675, 0.285, -1.005, 1.005, 0.125, 34.99999999999999, 25.0, 35.0, 1e15,
+              -0.0, np.inf, np.nan, 4.5e14 + 0.0625, 1.0000000000000002]
+    values += list(np.round(rng.uniform(-100, 100, 200), 3) + rng.choice([0, 5e-15], 200))
+    values += list(rng.integers(-10**6, 10**6, 200) / 200)
+    x = np.array(values)
+    y = np.full(len(x), 1.5, np.float32)
+    batched = _batched(rounded_to_digits)
+    want = batched(x, y, dry_run=True)
+    assert np.asarray(want[0])[0] == 2.67 and np.asarray(want[5])[0] == 2.68
+    assert np.asarray(want[4]).dtype == np.float32  # a Python float beside float32
+    backends.assert_identical(batched(x, y, backend=backends.backend(backend_name)), want)
