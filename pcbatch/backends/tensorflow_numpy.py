@@ -1,7 +1,8 @@
 """NumPy functions that ``tf.experimental.numpy`` lacks, written in TensorFlow's
 operations with NumPy's meaning: order statistics (``median``, ``percentile``,
 ``quantile``, linear method), the NaN-ignoring reductions, ``trapezoid``,
-``searchsorted``, ``interp``, and ``var``/``std`` with ``ddof``.
+``searchsorted``, ``interp``, ``var``/``std`` with ``ddof``, and ``argmax``/``argmin``
+(NumPy's: the first NaN, else the first extreme item; TensorFlow's skipped NaN).
 
 Each follows NumPy's own formulas, so that the values agree to the last bit where the
 operations do: ``median`` averages the two middle items (``(a + b) / 2``) where the
@@ -248,6 +249,34 @@ def _axes(axis, rank: int) -> list:
     return [k % rank for k in (axis if isinstance(axis, (tuple, list)) else (axis,))]
 
 
+def _arg_extremum(name: str, largest: bool) -> Callable:
+    """``np.argmax``/``np.argmin``: the index of the first NaN along the axis if there is
+    one (NaN is the extreme, as NumPy propagates it), else of the first extreme item.
+    TensorFlow's argmax ignored NaN: ``[2.5, nan]`` gave 0 where NumPy gives 1."""
+
+    def arg(a, axis=None, out=None, *, keepdims=False):
+        _refuse(name, out=out)
+        tf = _tf()
+        a = tf.convert_to_tensor(a)
+        if a.dtype == tf.bool:
+            a = tf.cast(a, tf.int8)
+        moved, axis = _last_axis(a, axis)
+        reduce = tf.reduce_max if largest else tf.reduce_min
+        hit = tf.equal(moved, reduce(moved, axis=-1, keepdims=True))
+        if a.dtype.is_floating:
+            nan = tf.math.is_nan(moved)
+            hit = tf.where(tf.reduce_any(nan, axis=-1, keepdims=True), nan, hit)
+        size = tf.shape(moved, out_type=tf.int64)[-1]
+        positions = tf.range(size, dtype=tf.int64)
+        index = tf.reduce_min(tf.where(hit, positions, size), axis=-1)
+        if keepdims:
+            index = tf.reshape(index, [1] * len(a.shape)) if axis is None else (
+                tf.expand_dims(index, axis))
+        return index
+
+    return arg
+
+
 #: name -> (tf.experimental.numpy -> the function), as `numpy_dispatch._REPLACED` takes them
 REPLACED = {
     "median": lambda xp: median,
@@ -264,4 +293,6 @@ REPLACED = {
     "interp": lambda xp: interp,
     "var": lambda xp: var,
     "std": lambda xp: std,
+    "argmax": lambda xp: _arg_extremum("argmax", largest=True),
+    "argmin": lambda xp: _arg_extremum("argmin", largest=False),
 }

@@ -193,3 +193,12 @@ def looked_up(k):
 
 def filled(x, n):
     return np.full(3, x), np.full((2, 2), n, dtype=np.float32), np.full(2, 0.5) * x
+
+
+def arg_extrema(v, m, n, b):
+    """NaN first, then the first extreme item, along any axis, of floats, ints, bools."""
+    return (
+        np.argmax(v), np.argmin(v), v.argmax(), v.argmin(), np.argmax(m, axis=0),
+        np.argmin(m, axis=1), np.argmax(m), np.argmax(n), np.argmin(n), np.argmax(b),
+        np.argmax(m, axis=1, keepdims=True), m.argmax(axis=-1),
+    )

@@ -367,3 +367,20 @@ def test_an_array_filled_with_a_per_example_value(backend_name):
     batched = _batched(src.filled)
     _assert_identical(batched(x, n, backend=backends.backend(backend_name)),
                       batched(x, n, dry_run=True))
+
+
+@backends.backend_param
+def test_argmax_and_argmin_find_the_first_nan_as_numpy(backend_name):
+    """TensorFlow's argmax skipped NaN: ``[2.5, 2.5, nan, 1.0]`` gave 0 where NumPy gives
+    2, silently."""
+    v = np.array([[2.5, 2.5, np.nan, 1.0], [1.0, 3.0, 3.0, -1.0], [np.nan, np.nan, 0.0, 0.0],
+                  [-0.0, 0.0, -1.0, -1.0]])
+    m = np.array([[[1.0, np.nan], [2.0, 2.0]], [[0.0, 1.0], [1.0, 0.0]],
+                  [[5.0, 4.0], [3.0, np.nan]], [[1.0, 1.0], [1.0, 1.0]]])
+    n = np.array([[1, 3, 3], [-1, -5, -5], [0, 0, 0], [7, 2, 9]], np.int8)
+    b = np.array([[False, True, True], [False, False, False], [True, False, True],
+                  [False, False, True]])
+    batched = pcbatch.Context().batch(src.arg_extrema)
+    want = batched(v, m, n, b, dry_run=True)
+    np.testing.assert_array_equal(want[0], [2, 1, 0, 0])
+    backends.assert_identical(batched(v, m, n, b, backend=backends.backend(backend_name)), want)
