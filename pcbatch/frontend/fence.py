@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 
+from pcbatch.frontend import statics
 from pcbatch.frontend.math_forms import MATH_PER_EXAMPLE
 from pcbatch.frontend.parse import ParsedFunction, local_names, parameter_names
 
@@ -291,8 +292,33 @@ class _Fence(ast.NodeVisitor):
 
     def check_If(self, stmt: ast.If) -> None:
         self.check_value(stmt.test)
-        self.check_body(stmt.body)
-        self.check_body(stmt.orelse)
+        test = self.known(stmt.test)
+        if test is statics.UNKNOWN:
+            self.check_body(stmt.body)
+            self.check_body(stmt.orelse)
+        else:  # ``if DEBUG: print(x)``: only the side Python runs is compiled (`to_ir`)
+            self.check_body(stmt.body if test else stmt.orelse)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        test = self.known(node.test)
+        self.visit(node.test)
+        if test is statics.UNKNOWN:
+            self.visit(node.body)
+            self.visit(node.orelse)
+        else:
+            self.visit(node.body if test else node.orelse)
+
+    def known(self, test: ast.expr):
+        """``test``'s value where globals and constants fix it (as `to_ir` decides it),
+        else `statics.UNKNOWN`. Static parameters (None, text) are not known here: both
+        sides are checked."""
+        return statics.evaluate(test, self.static_lookup)
+
+    def static_lookup(self, node: ast.expr):
+        value = statics.module_path_value(node, self.global_value)
+        if value is _UNKNOWN and isinstance(node, ast.Name) and node.id not in self.locals:
+            value = getattr(builtins, node.id, _UNKNOWN)
+        return statics.UNKNOWN if value is _UNKNOWN else value
 
     def check_While(self, stmt: ast.While) -> None:
         # (`loop_else.flags` made every loop's else a test of a flag)

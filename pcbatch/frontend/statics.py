@@ -29,6 +29,7 @@ are no per-example values.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import operator
 import types
@@ -129,8 +130,23 @@ def _evaluate(node: ast.expr, lookup: Callable[[ast.expr], Any]) -> Any:
         items = [_evaluate(e, lookup) for e in node.elts]
         return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
     if isinstance(node, ast.Call):
-        return _text_method(node, lookup)
+        return _has_attribute(node, lookup) if _calls_hasattr(node, lookup) else (
+            _text_method(node, lookup))
     return UNKNOWN
+
+
+def _calls_hasattr(node: ast.Call, lookup: Callable[[ast.expr], Any]) -> bool:
+    return lookup(node.func) is builtins.hasattr and len(node.args) == 2 and not node.keywords
+
+
+def _has_attribute(node: ast.Call, lookup: Callable[[ast.expr], Any]) -> Any:
+    """``hasattr(module, "name")``, a library version check (``np.trapezoid if
+    hasattr(np, "trapezoid") else np.trapz``): a module's attributes are fixed once it
+    is imported. Of anything else, unknown."""
+    owner, name = lookup(node.args[0]), _evaluate(node.args[1], lookup)
+    if not isinstance(owner, types.ModuleType) or type(name) is not str:
+        return UNKNOWN
+    return hasattr(owner, name)
 
 
 #: methods of text that a test may call on a text argument (``method.lower() == "lu"``)

@@ -265,6 +265,8 @@ class Translator:
         if isinstance(node, ast.Name) and node.id in self.statics:
             return self.statics[node.id]
         value = statics.module_path_value(node, self.constant_of)
+        if value is _NOT_CONSTANT and isinstance(node, ast.Name) and node.id not in self.locals:
+            value = getattr(builtins, node.id, _NOT_CONSTANT)  # not shadowed: the builtin
         return statics.UNKNOWN if value is _NOT_CONSTANT else value
 
     def known(self, node: ast.expr) -> Any:

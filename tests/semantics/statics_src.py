@@ -200,3 +200,33 @@ def calls_a_raising_callee(x):
     if x > 100.0:
         return raising_callee(x)
     return x
+
+
+DEBUG = False
+
+
+@ctx.batch
+def library_version_check(v):
+    """The version check a library user writes: np.trapz is gone from NumPy 2.x."""
+    if hasattr(np, "trapezoid"):  # noqa: SIM108 - a statement if, as written
+        area = np.trapezoid(v)
+    else:
+        area = np.trapz(v)  # noqa: NPY201 - never runs on NumPy 2
+    return area + (np.trapezoid(v) if hasattr(np, "trapezoid") else np.trapz(v))  # noqa: NPY201
+
+
+@ctx.batch
+def debugging_left_in(n):
+    """Dead code under a global flag: Python never runs it, so it may hold what a batched
+    function cannot (print, try, an import)."""
+    t = 0
+    for i in range(n):
+        if DEBUG:
+            import sys
+
+            try:  # noqa: SIM105 - the try a user writes
+                print(i, file=sys.stderr)
+            except OSError:
+                pass
+        t += i
+    return t if not DEBUG else print(t)

@@ -88,6 +88,19 @@ def test_global_constants_decide_branches_at_compile_time(backend_name):
         backends.assert_close(fn(args, backend=b), expected, backend_name)  # dtypes too
 
 
+@backend_param
+def test_hasattr_of_a_module_and_dead_debugging_code_decide_at_compile_time(backend_name):
+    """Both were refused: ``hasattr(np, "trapezoid")`` was a per-example test (both sides
+    compiled, and np.trapz fails on NumPy 2), and ``if DEBUG: print(i)`` rejected the
+    print that Python never runs."""
+    b = backends.backend(backend_name)
+    v = np.array([[3.0, 1.0, 2.0], [-1.0, -5.0, 0.5]])
+    backends.assert_close(src.library_version_check(v, backend=b),
+                          _plain(src.library_version_check, v), backend_name)
+    n = np.array([3, 0, 5])
+    backends.assert_identical(src.debugging_left_in(n, backend=b), np.array([3, 0, 10]))
+
+
 def test_a_rebound_global_constant_rebuilds_the_program(monkeypatch):
     xs = np.array([1.0, -2.0])
     np.testing.assert_array_equal(src.global_none(xs), xs)
