@@ -68,6 +68,13 @@ _NUMPY_NAMES_OF_MATH = {"pow": "power", "atan": "arctan", "atan2": "arctan2", "a
                         "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
                         "atanh": "arctanh"}
 
+_LAMBDA_ADVICE = (
+    "a lambda held in a variable (or returned) is not a per-example value (every "
+    "example's values are numbers, booleans or arrays of them): define the function at "
+    "module level (def f(t): return ...) and call it by name; a lambda passed within one "
+    "expression (sorted(items, key=lambda a: -a)) is fine"
+)
+
 #: builtins that make text of a value
 _TEXT_BUILTINS = ("str", "repr", "format", "ascii", "hex", "oct", "bin", "chr")
 
@@ -360,6 +367,8 @@ class _Fence(ast.NodeVisitor):
         found = self.none_in(node)
         if found is not None:
             self.reject(found, _NONE_ADVICE)
+        if isinstance(node, ast.Lambda):
+            self.reject(node, _LAMBDA_ADVICE)
         if isinstance(node, (ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) or (
             isinstance(node, ast.List) and not node.elts
         ):

@@ -351,6 +351,11 @@ def lambda_helper(x):
     return SQUARE(x) + 1.0
 
 
+def local_lambda(x):
+    f = lambda t: t * t - 2  # noqa: E731 - as a user writes it
+    return f(x)
+
+
 def reduce_with_operator(x, n):
     return functools.reduce(operator.mul, (x, 2.0, n), 1.0)
 

@@ -72,6 +72,7 @@ REJECTED = {
     "fstring_length": "pcbatch.host_callback",
     "str_of_value": "pcbatch.host_callback",
     "math_gamma_of_value": r"math\.gamma\(\)",
+    "local_lambda": r"module level \(def f\(t\)",
     "match_statement": "if/elif",
     "enumerate_range": "for i in range",
     "starred_unpacking": "unpack each element",
