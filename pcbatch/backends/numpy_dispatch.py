@@ -187,6 +187,8 @@ class Dispatched(PerExampleValue):
             function = _tensorflow_ufunc(ufunc.__name__, self.xp)
         if self.xp.__name__ == TF_NUMPY and ufunc.__name__ in _UNSIGNED_LACKING:
             function = _tensorflow_unsigned(ufunc.__name__, function)
+        if method in ("reduce", "accumulate", "outer"):
+            return _ufunc_method(ufunc, method, inputs, kwargs)
         if method != "__call__" or function is None:
             return NotImplemented
         inputs = tuple(_numbers_as_array(x) for x in unwrap(inputs))  # v * [1, 2]: an array
@@ -363,6 +365,48 @@ class WeakDispatched(Dispatched):
 
     __slots__ = ()
     weak = True
+
+
+#: ``ufunc.reduce`` as the NumPy function that computes it (NaN propagates alike)
+_REDUCTIONS = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
+               "logical_and": np.all, "logical_or": np.any}
+#: ``ufunc.accumulate`` likewise; the other ufuncs accumulate item by item
+_ACCUMULATIONS = {"add": np.cumsum, "multiply": np.cumprod}
+
+
+def _ufunc_method(ufunc, method: str, inputs: tuple, kwargs: dict):
+    """``np.add.reduce(v)``, ``np.maximum.accumulate(v)``, ``np.multiply.outer(a, b)`` of
+    one example's values, as the NumPy functions and ufunc calls that compute them, which
+    the backends have (their NumPy lacks the methods)."""
+    if method == "outer":
+        if len(inputs) != 2 or kwargs:
+            raise TypeError(f"np.{ufunc.__name__}.outer takes two arrays and no options here")
+        a, b = inputs
+        return ufunc(np.reshape(a, np.shape(a) + (1,) * np.ndim(b)), b)
+    unknown = set(kwargs) - {"axis", "dtype", "keepdims"}
+    if len(inputs) != 1 or unknown or (method == "accumulate" and "keepdims" in kwargs):
+        raise TypeError(
+            f"np.{ufunc.__name__}.{method} with {sorted(unknown) or 'these arguments'} is not "
+            "supported here: give the array and axis= (dtype=, keepdims= for reduce)"
+        )
+    kwargs = {"axis": 0, **kwargs}  # the methods' default axis is 0, the functions' None
+    table = _REDUCTIONS if method == "reduce" else _ACCUMULATIONS
+    function = table.get(ufunc.__name__)
+    if function is not None:
+        return function(*inputs, **kwargs)
+    if method == "accumulate" and ufunc.nin == 2 and kwargs["axis"] is not None:
+        return _accumulated(ufunc, inputs[0], kwargs["axis"], kwargs.get("dtype"))
+    raise TypeError(f"np.{ufunc.__name__}.{method} is not supported on this backend")
+
+
+def _accumulated(ufunc, a, axis: int, dtype=None):
+    """``ufunc.accumulate`` along ``axis`` as a chain of calls (the example's length is
+    known when compiling): item ``i`` is ``ufunc(item i - 1, a[i])``."""
+    moved = np.moveaxis(a if dtype is None else a.astype(dtype), axis, 0)
+    items = [moved[0]]
+    for i in range(1, int(np.shape(moved)[0])):
+        items.append(ufunc(items[-1], moved[i]))
+    return np.moveaxis(np.stack(items), 0, axis)
 
 
 # Binary ufuncs whose operands NumPy does not promote to one dtype (``ldexp(float, int)``).

@@ -202,3 +202,15 @@ def arg_extrema(v, m, n, b):
         np.argmin(m, axis=1), np.argmax(m), np.argmax(n), np.argmin(n), np.argmax(b),
         np.argmax(m, axis=1, keepdims=True), m.argmax(axis=-1),
     )
+
+
+def ufunc_methods(v, m, n, b):
+    """``reduce``, ``accumulate`` and ``outer`` of ufuncs, default axis 0 as NumPy's."""
+    return (
+        np.minimum.reduce(v), np.maximum.accumulate(v), np.add.reduce(v),
+        np.multiply.reduce(m, axis=1), np.add.accumulate(m, axis=1),
+        np.maximum.reduce(m, axis=None), np.logical_or.reduce(b), np.add.reduce(n),
+        np.multiply.outer(v[:2], v[1:3]), np.subtract.outer(v[:2], m[0]).sum(),
+        np.minimum.accumulate(m, axis=0), np.add.reduce(m, axis=0, keepdims=True),
+        np.maximum.accumulate(n),
+    )

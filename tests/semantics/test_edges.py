@@ -384,3 +384,17 @@ def test_argmax_and_argmin_find_the_first_nan_as_numpy(backend_name):
     want = batched(v, m, n, b, dry_run=True)
     np.testing.assert_array_equal(want[0], [2, 1, 0, 0])
     backends.assert_identical(batched(v, m, n, b, backend=backends.backend(backend_name)), want)
+
+
+@backends.backend_param
+def test_ufunc_reduce_accumulate_and_outer(backend_name):
+    """JAX and TensorFlow refused them ("returned NotImplemented"): their NumPy has no
+    ufunc methods. Now the functions that compute them, NaN and int dtypes as NumPy's."""
+    v = np.array([[3.0, 1.0, 2.0, -4.0], [-1.0, -5.0, 0.0, 0.5], [2.5, 2.5, np.nan, 1.0]])
+    m = v.reshape(3, 2, 2)
+    n = np.array([[100, 100, 1], [-5, 3, 2], [0, 0, 0]], np.int8)
+    b = np.array([[False, True], [False, False], [True, True]])
+    batched = pcbatch.Context().batch(src.ufunc_methods)
+    want = batched(v, m, n, b, dry_run=True)
+    assert np.asarray(want[7]).dtype == np.int64  # add.reduce of int8: NumPy's int64
+    backends.assert_identical(batched(v, m, n, b, backend=backends.backend(backend_name)), want)
