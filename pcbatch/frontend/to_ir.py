@@ -20,6 +20,7 @@ import builtins
 import contextlib
 import copy
 import inspect
+import operator
 import random
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -882,6 +883,21 @@ def _is_empty_check(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == comprehensions.EMPTY_CHECK
 
 
+#: Python's comparison of two tuples whose common items are all equal: by their lengths
+_COMPARE_LENGTHS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+                    ast.GtE: operator.ge}
+
+
+def _compares_tuples(node: ast.Compare) -> bool:
+    """``(a, b) < (c, d)`` (an order or equality test of two tuple displays)."""
+    sides = (node.left, node.comparators[0])
+    return (
+        isinstance(node.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq))
+        and all(isinstance(side, ast.Tuple) for side in sides)
+        and not any(isinstance(e, ast.Starred) for side in sides for e in side.elts)  # type: ignore[attr-defined]
+    )
+
+
 class _Hoister(ast.NodeTransformer):
     """Replaces batched calls and real short-circuits by temporaries, in evaluation order,
     and Python's boolean operators by their per-example forms."""
@@ -1033,6 +1049,8 @@ class _Hoister(ast.NodeTransformer):
             helper = "__pcb_eq_none" if isinstance(node.ops[0], ast.Eq) else "__pcb_ne_none"
             call = ast.Call(func=ast.Name(id=helper, ctx=ast.Load()), args=[operand], keywords=[])
             return ast.copy_location(call, node)
+        if len(node.ops) == 1 and _compares_tuples(node):
+            return self.visit(self._tuple_comparison(node))
         if len(node.ops) == 1:
             return self.generic_visit(node)
         if not _is_trivially_pure(node, self.t.surely_bound):
@@ -1045,6 +1063,40 @@ class _Hoister(ast.NodeTransformer):
             )
             left = right
         return self.visit_BoolOp(ast.copy_location(ast.BoolOp(op=ast.And(), values=pairs), node))
+
+    def _tuple_comparison(self, node: ast.Compare) -> ast.expr:
+        """``(a, b) < (c, d)`` as Python compares tuples: the first items that differ
+        decide (``a < c if a != c else b < d``), else the lengths; ``==`` item by item.
+        Each item is computed once, first, in order (as Python builds both tuples); the
+        per-example value of a tuple comparison was Python's truth of a batch: refused on
+        JAX and TensorFlow, one example at a time on NumPy and Torch."""
+        op = node.ops[0]
+        left = [self._item_value(e) for e in node.left.elts]  # type: ignore[attr-defined]
+        right = [self._item_value(e) for e in node.comparators[0].elts]  # type: ignore[attr-defined]
+
+        def compare(a: ast.expr, o: ast.cmpop, b: ast.expr) -> ast.expr:
+            return ast.copy_location(ast.Compare(left=a, ops=[o], comparators=[b]), node)
+
+        pairs = list(zip(left, right))
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            equal: ast.expr = ast.Constant(len(left) == len(right))
+            if len(left) == len(right) and pairs:
+                equal = ast.BoolOp(op=ast.And(), values=[compare(a, ast.Eq(), b) for a, b in pairs])
+            result = equal if isinstance(op, ast.Eq) else ast.UnaryOp(op=ast.Not(), operand=equal)
+            return ast.fix_missing_locations(ast.copy_location(result, node))
+        decided: ast.expr = ast.Constant(_COMPARE_LENGTHS[type(op)](len(left), len(right)))
+        for a, b in reversed(pairs):
+            decided = ast.IfExp(test=compare(a, ast.NotEq(), b), body=compare(a, op, b),
+                                orelse=decided)
+        return ast.fix_missing_locations(ast.copy_location(decided, node))
+
+    def _item_value(self, item: ast.expr) -> ast.expr:
+        """A tuple item as a name or constant, computed into a temporary first where it
+        might fail or cost (a call, an index)."""
+        if _cannot_fail(item, self.t.surely_bound):
+            return item
+        value = self.t.value(item)
+        return self._temp(value, item) if isinstance(value, str) else item
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         node = self.generic_visit(node)

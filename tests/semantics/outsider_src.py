@@ -351,6 +351,25 @@ def lambda_helper(x):
     return SQUARE(x) + 1.0
 
 
+def tuple_comparisons(x, n):
+    """Python compares tuples item by item: the first items that differ decide."""
+    y = x * 0.0 + 2.5
+    return (
+        (x, n) < (y, 3), (x, n) <= (y, 3), (x, n) > (y, 3), (x, n) >= (y, 3),
+        (x, n) == (y, 3), (x, n) != (y, 3), (x,) < (x, n), (n, x) == (n,),
+        (np.sin(x), n) < (np.sin(y), n + 1),
+    )
+
+
+def best_by_tuple(v):
+    """The index of the smallest item, the last one on ties (a key of two items)."""
+    best = 0
+    for i in range(1, len(v)):
+        if (v[i], -i) < (v[best], -best):
+            best = i
+    return best
+
+
 def local_lambda(x):
     f = lambda t: t * t - 2  # noqa: E731 - as a user writes it
     return f(x)

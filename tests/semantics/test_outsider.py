@@ -59,7 +59,8 @@ weak_int_division int_of_division nested_while_continue float_sqrt_power weak_fl
 chained_mixed float_literal_beside_a_value float_of_a_string sum_of_a_list slices
 arange_times int_power_half weak_divmod min_with_zero comparisons_with_inf
 tuple_of_mixed_return bool_sum rate_or_zero while_else for_else math_sqrt_of_value
-math_floor_of_value math_pow_of_values while_else_returns""".split()  # noqa: SIM905
+math_floor_of_value math_pow_of_values while_else_returns tuple_comparisons
+best_by_tuple""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
