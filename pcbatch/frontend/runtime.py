@@ -378,13 +378,18 @@ class IntPowerGuard:
 
     @staticmethod
     def faulting(base, exponent):
-        if not (_is_integer(base) and _is_integer(exponent)):
-            return np.less(exponent, exponent)  # all False, in the exponent's shape
+        """One flag per example (the batch's leading axis): whether its integer power has
+        a negative exponent. All False for a float power, in the same per-example shape
+        (``v ** w`` of float vectors gave flags of the vectors' shape, which failed on JAX
+        and TensorFlow)."""
         # over the base's shape too: a literal exponent is one value for the batch. Both
         # lead with the batch: a lower rank's items stand for its example's whole row
         # (a vector ``n ** 2``: (batch, 3) and (batch,) would not broadcast)
         base, exponent = _batch_aligned(base, exponent)
-        negative = np.logical_or(np.less(exponent, 0), np.not_equal(base, base))
+        if _is_integer(base) and _is_integer(exponent):
+            negative = np.logical_or(np.less(exponent, 0), np.not_equal(base, base))
+        else:
+            negative = np.logical_and(np.less(exponent, exponent), np.equal(base, base))
         rank = len(np.shape(negative))
         return np.any(negative, axis=tuple(range(1, rank))) if rank > 1 else negative
 

@@ -214,3 +214,8 @@ def ufunc_methods(v, m, n, b):
         np.minimum.accumulate(m, axis=0), np.add.reduce(m, axis=0, keepdims=True),
         np.maximum.accumulate(n),
     )
+
+
+def float_vector_powers(v, w):
+    """Powers of per-example float vectors: element by element, as NumPy's."""
+    return np.power(v, w), v ** w, v ** 2.0, 2.0 ** w, pow(v, w), v ** w[0]

@@ -398,3 +398,17 @@ def test_ufunc_reduce_accumulate_and_outer(backend_name):
     want = batched(v, m, n, b, dry_run=True)
     assert np.asarray(want[7]).dtype == np.int64  # add.reduce of int8: NumPy's int64
     backends.assert_identical(batched(v, m, n, b, backend=backends.backend(backend_name)), want)
+
+
+@backends.backend_param
+@pytest.mark.parametrize("length", [8, 2], ids=["longer_than_the_batch", "as_long_as_the_batch"])
+def test_powers_of_float_vectors(backend_name, length):
+    """``v ** w`` of float vectors failed on JAX and TensorFlow ("incompatible shapes"; a
+    loop carry that changed shape where the batch was as long as the vectors): the
+    integer-power check's flags had the vectors' shape, not one per example."""
+    v = np.array([[1.0, 2.0, 3.0, 0.5, 4.0, 1.5, 2.0, 3.0],
+                  [2.0, 1.0, 0.5, 3.0, 2.0, 1.0, 0.5, 3.0]])[:, :length]
+    w = v[::-1] - 1
+    batched = pcbatch.Context().batch(src.float_vector_powers)
+    backends.assert_close(batched(v, w, backend=backends.backend(backend_name)),
+                          batched(v, w, dry_run=True), backend_name)
