@@ -212,6 +212,10 @@ class Dispatched(PerExampleValue):
         per_example.refuse_ragged(func, args)
         if func in _SHAPE_FUNCTIONS and args and isinstance(args[0], Dispatched):
             return _SHAPE_FUNCTIONS[func](args[0], *args[1:], **kwargs)
+        if func is np.angle and args and isinstance(args[0], Dispatched):
+            angle = _angle(*args, **kwargs)
+            if angle is not NotImplemented:
+                return angle
         target = _counterpart(func, self.xp)
         if target is None:
             library = "tf.*" if self.xp.__name__ == TF_NUMPY else "jnp.*"
@@ -294,6 +298,19 @@ _SHAPE_FUNCTIONS = {
     np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
 }
+
+
+def _angle(z, deg: bool = False):
+    """``np.angle`` of real numbers as NumPy computes it, ``arctan2(0, x)`` in NumPy's
+    loop dtype: pi for -0.0, nan for nan, float16 for int8 (TensorFlow gave float32 and 0
+    for both, JAX float64 for int8). Complex numbers: the library's own."""
+    kind = np.dtype(z.dtype).kind
+    if kind == "c":
+        return NotImplemented
+    if kind == "b":  # NumPy's 0 (a Python int) beside booleans is an int64
+        z = z.astype(np.int64)
+    angle = np.arctan2(np.zeros_like(z), z)
+    return angle * (180 / np.pi) if deg else angle
 
 
 def _written_in_place(ufunc, method: str, xp) -> str:
@@ -434,12 +451,45 @@ def _tensorflow_ufunc(name: str, xp):
     import tensorflow as tf
 
     if name in _SHIFTS:
-        return getattr(tf.bitwise, name)
+        return _tensorflow_shift(name)
     if name in _EXTREMA:
         integer_function = getattr(xp, {"fmax": "maximum", "fmin": "minimum"}.get(name, name))
         return _extremum(_EXTREMA[name], integer_function, xp)
     sign_bits = {"signbit": _tensorflow_signbit, "copysign": _tensorflow_copysign}
-    return {"rint": tf.math.round, **sign_bits}.get(name)  # rint: half to even, as NumPy
+    own = {"rint": tf.math.round, "heaviside": _tensorflow_heaviside}  # rint: half to even
+    return {**own, **sign_bits}.get(name)
+
+
+def _tensorflow_shift(name: str):
+    """NumPy's shifts: by a count below zero or at least the bit width, 0 (and -1 for a
+    negative number shifted right); ``tf.bitwise``'s own are undefined there (``127 <<
+    -2`` gave 127, NumPy 0)."""
+    import tensorflow as tf
+
+    def shift(a, count):
+        a = tf.convert_to_tensor(a)
+        count = tf.cast(count, a.dtype)
+        bits = a.dtype.size * 8
+        outside = (count < 0) | (count >= bits) if not a.dtype.is_unsigned else count >= bits
+        shifted = getattr(tf.bitwise, name)(a, tf.where(outside, tf.zeros_like(count), count))
+        if name == "left_shift" or a.dtype.is_unsigned:
+            beyond = tf.zeros_like(shifted)
+        else:
+            beyond = tf.where(a < 0, -tf.ones_like(a), tf.zeros_like(a))
+        return tf.where(outside, beyond, shifted)
+
+    return shift
+
+
+def _tensorflow_heaviside(x, at_zero):
+    """NumPy's step: 0 below zero, ``at_zero`` at zero, 1 above, nan for nan
+    (TensorFlow's NumPy gave 1 for nan)."""
+    import tensorflow as tf
+
+    x = tf.convert_to_tensor(x)
+    at_zero = tf.cast(at_zero, x.dtype)
+    step = tf.where(x < 0, tf.zeros_like(x), tf.where(x > 0, tf.ones_like(x), at_zero))
+    return tf.where(tf.math.is_nan(x), x, step)
 
 
 def _tensorflow_signbit(x):
@@ -492,7 +542,7 @@ _EXTREMA = {
     "fmin": lambda a, b, xp: xp.isnan(b) | (a <= b),
 }
 #: ufuncs TensorFlow's NumPy has but computes otherwise: NaN in extrema, the sign of -0.0
-_TF_OWN = frozenset({*_EXTREMA, "signbit"})
+_TF_OWN = frozenset({*_EXTREMA, "signbit", "heaviside", "left_shift", "right_shift"})
 
 
 def _extremum(keeps_first, integer_function, xp):
@@ -650,7 +700,9 @@ def _round_as_numpy(rint: Callable, xp) -> Callable:
 
     def round_(a, decimals=0, out=None):
         dtype = np.dtype(getattr(a.dtype, "as_numpy_dtype", a.dtype))
-        if dtype.kind in "iub" and decimals >= 0:
+        if dtype.kind == "b":  # NumPy rounds booleans in float16
+            a, dtype = xp.asarray(a, dtype=xp.float16), np.dtype(np.float16)
+        if dtype.kind in "iu" and decimals >= 0:
             return a
         if decimals == 0:
             return rint(a)

@@ -72,8 +72,8 @@ def numpy_loop(ufunc, inputs: tuple, xp) -> tuple:
                                   for x in inputs):
         return inputs, None
     dtypes = tuple(numpy_dtype(x) for x in inputs)
-    if not any(d.kind in "biu" or d == np.float16 for d in dtypes):
-        return inputs, None
+    if not any(d.kind in "biu" or d == np.float16 for d in dtypes) and ufunc is not np.float_power:
+        return inputs, None  # (float_power computes float32 in float64: JAX, TF did not)
     try:
         loop = ufunc.resolve_dtypes((*dtypes, None))
     except (TypeError, ValueError):
@@ -83,7 +83,11 @@ def numpy_loop(ufunc, inputs: tuple, xp) -> tuple:
         if xp.__name__ == TF_NUMPY and ufunc.__name__ in _TF_FLOAT_ONLY:
             float64 = available(np.float64, xp)
             return tuple(xp.asarray(x, dtype=float64) for x in inputs), out
-        return inputs, None
+        # booleans in NumPy's int8 loop (``np.square(flags)`` is int8; JAX gave int32)
+        return tuple(
+            xp.asarray(x, dtype=available(w, xp)) if d.kind == "b" and w.kind != "b" else x
+            for x, d, w in zip(inputs, dtypes, wanted)
+        ), None
     computing = [np.dtype(np.float32) if d == np.float16 else d for d in wanted]
     inputs = tuple(
         x if d == c else xp.asarray(x, dtype=available(c, xp))

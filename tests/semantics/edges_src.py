@@ -219,3 +219,14 @@ def ufunc_methods(v, m, n, b):
 def float_vector_powers(v, w):
     """Powers of per-example float vectors: element by element, as NumPy's."""
     return np.power(v, w), v ** w, v ** 2.0, 2.0 ** w, pow(v, w), v ** w[0]
+
+
+def numpy_ufunc_edges(x, n, k, b, u, s):
+    """NumPy's meaning where JAX's or TensorFlow's NumPy differed: heaviside of nan,
+    float_power's float64, angle's pi for -0.0 and its loop dtypes, booleans in int8 or
+    float16 loops, shifts by counts outside the bit width."""
+    return (
+        np.heaviside(x, 0.5), np.float_power(x.astype(np.float32), 2), np.angle(x),
+        np.angle(n), np.angle(b), np.angle(x, deg=True), np.round(b), np.square(b),
+        n << k, n >> k, u >> s, u << s, b << b,
+    )

@@ -412,3 +412,23 @@ def test_powers_of_float_vectors(backend_name, length):
     batched = pcbatch.Context().batch(src.float_vector_powers)
     backends.assert_close(batched(v, w, backend=backends.backend(backend_name)),
                           batched(v, w, dry_run=True), backend_name)
+
+
+@backends.backend_param
+def test_numpy_ufuncs_at_their_edges(backend_name):
+    """Silent differences found by a sweep of NumPy's functions over nan, -0.0, inf and
+    small dtypes: TensorFlow's heaviside(nan) was 1, its angle float32 and 0 for -0.0
+    and nan, its shifts by a negative count or the bit width not NumPy's 0 (or -1); JAX
+    and TensorFlow computed float_power of float32 in float32, angle of int8 in float64
+    (NumPy: float16), np.round of booleans as booleans (NumPy: float16), np.square of
+    booleans in int32 (NumPy: int8)."""
+    x = np.array([[np.nan, -0.0, 0.0, 2.0, -3.0], [1.0, -1.0, np.inf, -np.inf, 0.5]])
+    n = np.array([[-128, 127, 0, -1, 5], [1, 2, 3, 4, -5]], np.int8)
+    k = np.array([[3, -2, 1, 9, 8], [0, 1, -2, 7, 2]], np.int8)
+    b = np.array([[True, False, True, True, False], [False] * 5])
+    u = np.array([[0, 255, 1, 128, 7], [5, 4, 3, 2, 1]], np.uint8)
+    s = np.array([[3, 9, 1, 8, 2], [0, 7, 200, 1, 2]], np.uint8)
+    batched = pcbatch.Context().batch(src.numpy_ufunc_edges)
+    want = batched(x, n, k, b, u, s, dry_run=True)
+    got = batched(x, n, k, b, u, s, backend=backends.backend(backend_name))
+    backends.assert_identical(got, want, zero_signs=True)
