@@ -212,10 +212,10 @@ class Dispatched(PerExampleValue):
         per_example.refuse_ragged(func, args)
         if func in _SHAPE_FUNCTIONS and args and isinstance(args[0], Dispatched):
             return _SHAPE_FUNCTIONS[func](args[0], *args[1:], **kwargs)
-        if func is np.angle and args and isinstance(args[0], Dispatched):
-            angle = _angle(*args, **kwargs)
-            if angle is not NotImplemented:
-                return angle
+        if func in _COMPOSED and args and isinstance(args[0], Dispatched):
+            composed = _COMPOSED[func](*args, **kwargs)
+            if composed is not NotImplemented:
+                return composed
         target = _counterpart(func, self.xp)
         if target is None:
             library = "tf.*" if self.xp.__name__ == TF_NUMPY else "jnp.*"
@@ -311,6 +311,25 @@ def _angle(z, deg: bool = False):
         z = z.astype(np.int64)
     angle = np.arctan2(np.zeros_like(z), z)
     return angle * (180 / np.pi) if deg else angle
+
+
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """``np.nan_to_num`` of real numbers (TensorFlow's NumPy has none): nan, inf and -inf
+    replaced, by default with 0 and the dtype's largest and smallest finite values."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind != "f":
+        return x if dtype.kind in "biu" else NotImplemented
+    largest = np.finfo(dtype).max
+    posinf = largest if posinf is None else posinf
+    neginf = -largest if neginf is None else neginf
+    x = np.where(np.isnan(x), np.asarray(nan, dtype), x)
+    return np.where(np.isposinf(x), np.asarray(posinf, dtype),
+                    np.where(np.isneginf(x), np.asarray(neginf, dtype), x))
+
+
+#: NumPy functions computed from other NumPy functions on one example's value, where the
+#: libraries' own differ from NumPy's or are missing
+_COMPOSED = {np.angle: _angle, np.nan_to_num: _nan_to_num}
 
 
 def _written_in_place(ufunc, method: str, xp) -> str:
@@ -682,9 +701,10 @@ def _fit_scalar(x, dtype: np.dtype):
 
 
 # Ufuncs some counterparts know by another name (``~x`` is ``np.invert``).
-_UFUNC_ALIASES = {"invert": "bitwise_not", "trunc": "fix"}
-#: ``n << k``, ``n >> k``: on TensorFlow, tf.bitwise's (arithmetic right shift on signed
-#: integers, as NumPy's; a shift by the width or more is not NumPy's 0 or -1 there)
+_UFUNC_ALIASES = {"invert": "bitwise_not", "trunc": "fix", "degrees": "rad2deg",
+                  "radians": "deg2rad"}
+#: ``n << k``, ``n >> k``: on TensorFlow, tf.bitwise's, with NumPy's answer for counts
+#: outside the bit width (`_tensorflow_shift`)
 _SHIFTS = ("left_shift", "right_shift")
 
 # Keyword arguments whose names differ between NumPy and its counterparts.

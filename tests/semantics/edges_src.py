@@ -230,3 +230,11 @@ def numpy_ufunc_edges(x, n, k, b, u, s):
         np.angle(n), np.angle(b), np.angle(x, deg=True), np.round(b), np.square(b),
         n << k, n >> k, u >> s, u << s, b << b,
     )
+
+
+def degrees_and_nan_to_num(x, n):
+    return (
+        np.degrees(x), np.radians(x), np.nan_to_num(x),
+        np.nan_to_num(x.astype(np.float32), nan=-1.0, posinf=9.0), np.nan_to_num(n),
+        np.degrees(n),
+    )

@@ -432,3 +432,14 @@ def test_numpy_ufuncs_at_their_edges(backend_name):
     want = batched(x, n, k, b, u, s, dry_run=True)
     got = batched(x, n, k, b, u, s, backend=backends.backend(backend_name))
     backends.assert_identical(got, want, zero_signs=True)
+
+
+@backends.backend_param
+def test_degrees_radians_and_nan_to_num(backend_name):
+    """TensorFlow's NumPy has neither ``degrees``/``radians`` nor ``nan_to_num``: they
+    were refused there; now NumPy's values and dtypes on every backend."""
+    x = np.array([[np.nan, -0.0, np.inf, 2.0, -np.inf], [1.0, -1.0, 0.5, 3.0, 0.25]])
+    n = np.array([[1, -2, 3, 4, 5], [0, 0, 1, 1, 2]], np.int8)
+    batched = pcbatch.Context().batch(src.degrees_and_nan_to_num)
+    backends.assert_close(batched(x, n, backend=backends.backend(backend_name)),
+                          batched(x, n, dry_run=True), backend_name)
