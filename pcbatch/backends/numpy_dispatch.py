@@ -727,7 +727,7 @@ def _round_as_numpy(rint: Callable, xp) -> Callable:
         if decimals == 0:
             return rint(a)
         scale = 10.0 ** abs(decimals)
-        if dtype.kind in "iub":  # to tens, hundreds: in float64, as NumPy, then back
+        if dtype.kind in "iu":  # to tens, hundreds: in float64, as NumPy, then back
             wide = xp.asarray(a, dtype=xp.float64)
             rounded = rint(scalars.divided(wide, scale, "float64", xp)) * scale
             return xp.asarray(rounded, dtype=a.dtype)
