@@ -185,6 +185,8 @@ class Dispatched(PerExampleValue):
             function = division.numpy_exact(ufunc.__name__, function, self.xp)
         if self.xp.__name__ == TF_NUMPY and (function is None or ufunc.__name__ in _TF_OWN):
             function = _tensorflow_ufunc(ufunc.__name__, self.xp)
+        if ufunc is np.heaviside and self.xp.__name__ == JAX_NUMPY:
+            function = _jax_heaviside(self.xp)  # JAX 0.6 gave 0.5 for nan
         if self.xp.__name__ == TF_NUMPY and ufunc.__name__ in _UNSIGNED_LACKING:
             function = _tensorflow_unsigned(ufunc.__name__, function)
         if method in ("reduce", "accumulate", "outer"):
@@ -498,6 +500,14 @@ def _tensorflow_shift(name: str):
         return tf.where(outside, beyond, shifted)
 
     return shift
+
+
+def _jax_heaviside(xp):
+    def heaviside(x, at_zero):
+        step = xp.where(x < 0, 0, xp.where(x > 0, 1, at_zero)).astype(x.dtype)
+        return xp.where(xp.isnan(x), x, step)
+
+    return heaviside
 
 
 def _tensorflow_heaviside(x, at_zero):
