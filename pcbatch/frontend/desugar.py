@@ -9,6 +9,7 @@ user's line numbers on every node made, so errors still point at the user's line
 ``for i, a in enumerate(v)`` ``for k in range(len(v)): i, a = k, v[k]``
 ``for a, b in zip(v, w)``    ``for k in range(min(len(v), len(w))): a, b = v[k], w[k]``
 ``for a in reversed(v)``     ``for k in range(len(v)): a = v[len(v) - 1 - k]``
+``for i in reversed(range(n))`` ``for k in range(len(range(n))): i = len(range(n)) - 1 - k``
 ``for c in (x, 2.0, y)``     ``for k in range(3): c = x if k == 0 else 2.0 if k == 1 else y``
 
 A sequence that is a local name is indexed where it stands, as iterating an
@@ -173,11 +174,7 @@ class _Rewriter(ast.NodeTransformer):
         """A sequence indexed by the counter: a local name where it stands (unless the
         loop rebinds it), anything else bound once before the loop."""
         if _is_builtin_call(node, "range", self.parsed, self.locals):
-            self.reject(
-                node,
-                "range() inside zip, enumerate or reversed is not supported in a batched for "
-                "loop; loop over the range itself (for i in range(min(n, len(v))): a = v[i])",
-            )
+            return self.ranged(node, tag)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
             node.func.id in _ITERATORS
             and _is_builtin_call(node, node.func.id, self.parsed, self.locals)
@@ -203,6 +200,40 @@ class _Rewriter(ast.NodeTransformer):
             ast.Call(ast.Name("__pcb_len", ast.Load()), [ast.Name(name, ast.Load())], []),
             lambda k: _item_of(name, k),
         )
+
+    def ranged(self, node: ast.Call, tag: str) -> _Source:
+        """``range(...)`` inside ``reversed``, ``zip`` or ``enumerate``: its arguments
+        evaluated once, in order, as Python ints; its length `runtime.range_length` (which
+        fails a zero step as Python does); its item at ``k`` ``start + k * step``."""
+        if node.keywords or not 1 <= len(node.args) <= 3 or any(
+            isinstance(arg, ast.Starred) for arg in node.args
+        ):
+            self.reject(node, "range() takes 1 to 3 integer arguments, written out")
+        args = list(node.args)
+        if len(args) == 1:
+            args.insert(0, ast.Constant(0))
+        if len(args) == 2:
+            args.append(ast.Constant(1))
+        before, bound = [], []
+        for i, arg in enumerate(args):
+            if isinstance(arg, ast.Constant) and type(arg.value) is int:
+                bound.append(arg)
+                continue
+            name = f"__for{tag}_range{i}"
+            before.append(_assign(name, ast.Call(ast.Name("__pcb_index", ast.Load()), [arg], [])))
+            bound.append(ast.Name(name, ast.Load()))
+        start, stop, step = bound
+        length = ast.Call(ast.Name("__pcb_range_len", ast.Load()), copy.deepcopy(bound), [])
+
+        def item(k):
+            offset = k
+            if not (isinstance(step, ast.Constant) and step.value == 1):
+                offset = ast.BinOp(k, ast.Mult(), copy.deepcopy(step))
+            if isinstance(start, ast.Constant) and start.value == 0:
+                return offset
+            return ast.BinOp(copy.deepcopy(start), ast.Add(), offset)
+
+        return _Source(before, length, item)
 
     def no_view_of_a_changed_array(self, node: ast.expr) -> None:
         """Python's loop would iterate over the very array (or a view of it) that the

@@ -122,8 +122,27 @@ def range_next(counter, step):
         return python_int(counter) + python_int(step)
 
 
+def range_length(start, stop, step):
+    """``len(range(start, stop, step))`` per example, as Python ints (`python_int`); an
+    example whose step is 0 fails with Python's ValueError (`per_example.fail_where`).
+    `desugar` loops over ``reversed(range(...))`` and a range inside ``zip`` or
+    ``enumerate`` by this length."""
+    from pcbatch.backends import weak
+    from pcbatch.backends.per_example import fail_where
+
+    if all(_is_plain(x) for x in (start, stop, step)):
+        return len(range(start, stop, step))
+    start, stop, step = python_int(start), python_int(stop), python_int(step)
+    fail_where(np.equal(step, 0), weak.RANGE_ZERO_STEP)
+    with weak.checked_elsewhere(weak.PYTHON_INT):
+        toward = np.where(np.greater(step, 0), 1, -1)
+        step = np.where(np.equal(step, 0), 1, step)  # a failed example's; keeps `//` quiet
+        return weak.mark(np.maximum((stop - start + step - toward) // step, 0))
+
+
 python_int.weak_results = True  # always a Python int per example (type inference)
 range_next.weak_results = True
+range_length.weak_results = True
 
 
 def select(condition, if_true, if_false):
@@ -733,6 +752,8 @@ NAMESPACE = {
     # `desugar` calls these by their hidden names: a user's global ``min`` (``from numpy
     # import *`` binds NumPy's) must not replace Python's in code the user never wrote
     "__pcb_len": len,
+    "__pcb_index": python_int,
+    "__pcb_range_len": range_length,
     "__pcb_in": contains,
     "__pcb_not_in": does_not_contain,
     "__pcb_float": to_float,

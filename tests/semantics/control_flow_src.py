@@ -154,6 +154,48 @@ def over_reversed(v):
 
 
 @ctx.batch
+def over_a_reversed_range(n):
+    out = 0
+    for i in reversed(range(n)):
+        out = out * 3 + i
+    return out
+
+
+@ctx.batch
+def over_a_reversed_range_with_a_step(a, b, s):
+    last, count = -99, 0
+    for i in reversed(range(a, b, s)):  # MARK: reversed range
+        last, count = i, count + 1
+    return last, count
+
+
+@ctx.batch
+def over_a_reversed_range_of_small_ints(n):
+    out = n
+    for i in reversed(range(n)):
+        out = out + i  # Python ints beside uint8: NumPy's rule keeps uint8
+    return out
+
+
+@ctx.batch
+def over_an_enumerated_range(n):
+    out = 0
+    for j, i in enumerate(range(2, n, 3)):
+        out += j * 10 + i
+    return out
+
+
+@ctx.batch
+def over_a_range_zipped_with_rows(v, n):
+    out = 0.0
+    for i, a in zip(range(n), v):
+        out += i * a
+    for i, a in zip(reversed(range(len(v))), v):
+        out = out * 2 + i * a
+    return out
+
+
+@ctx.batch
 def over_a_tuple(x):
     s = x
     for c in (1, 2.5, x):  # each item its own type: Python's 1 and 2.5 are weak

@@ -65,6 +65,11 @@ CASES = [
     ("over_zip", _V, _W),
     ("over_enumerate_of_zip", _V, _W),
     ("over_reversed", _V),
+    ("over_a_reversed_range", [0, 1, 5, 10]),
+    ("over_a_reversed_range_with_a_step", [0, 10, 10, -3, 5], [10, 0, 0, 7, 5], [3, -3, 4, 2, -1]),
+    ("over_a_reversed_range_of_small_ints", np.array([0, 5, 20, 22], np.uint8)),
+    ("over_an_enumerated_range", [0, 3, 5, 11]),
+    ("over_a_range_zipped_with_rows", _V, [0, 2, 9]),
     ("over_a_tuple", np.array([1.0, 2.0, 3.0], np.float32)),
     ("over_a_global_list", np.array([1.0, 2.0, 3.0], np.float32)),
     ("over_a_global_array", np.array([1.0, 2.0, 3.0], np.float32)),
@@ -294,6 +299,15 @@ def test_a_zero_step_at_run_time_raises_pythons_value_error_at_the_users_line(ba
         src.dynamic_step(*args, backend=backends.backend(backend_name))
     line = _marked_line(src.dynamic_step, "MARK: dynamic step")
     assert f"{src.__file__}:{line} in dynamic_step" in str(info.value)
+
+
+@backends.backend_param
+def test_a_zero_step_of_a_reversed_range_raises_pythons_value_error(backend_name):
+    fn = src.over_a_reversed_range_with_a_step
+    args = np.array([0, 10]), np.array([10, 0]), np.array([3, 0])
+    with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero") as info:
+        fn(*args, backend=backends.backend(backend_name))
+    assert f"{src.__file__}:{_marked_line(fn, 'MARK: reversed range')}" in str(info.value)
 
 
 @backends.backend_param
