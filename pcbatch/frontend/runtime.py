@@ -646,6 +646,28 @@ to_array = _numpy_copy(np.array)
 to_asarray = _numpy_copy(np.asarray)
 
 
+def _numpy_scalar_type(scalar_type: type):
+    """``np.float32(x)`` (a NumPy scalar type called on one value) of a per-example
+    value: NumPy converts the example's number, or array, as ``astype`` does; a JAX or
+    TensorFlow value is no number NumPy can convert (the call failed there)."""
+
+    def convert(*args):
+        if len(args) != 1 or not _holds_batched(args[0]):
+            return scalar_type(*args)
+        if isinstance(args[0], (list, tuple)):
+            return to_array(args[0], scalar_type)
+        return _strong(args[0]).astype(scalar_type)
+
+    convert.__name__ = scalar_type.__name__
+    return convert
+
+
+#: the NumPy scalar types whose calls on per-example values `_numpy_scalar_type` converts
+_SCALAR_TYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                 np.uint32, np.uint64, np.float16, np.float32, np.float64, np.complex64,
+                 np.complex128)
+
+
 def full(shape, fill_value, dtype=None, order="C"):
     """``np.full(shape, x)`` with a per-example ``x``: NumPy writes ``x`` into an empty
     array by ``copyto``, which no other library's value can take (JAX and TensorFlow
@@ -689,7 +711,8 @@ def item(sequence, k):
 
 #: NumPy (and math) functions whose calls the frontend sends to the per-example forms
 NUMPY_FORMS = {np.array: "__pcb_array", np.asarray: "__pcb_asarray", np.full: "__pcb_full",
-               **{f: f"__pcb_math_{f.__name__}" for f in MATH_FORMS}}
+               **{f: f"__pcb_math_{f.__name__}" for f in MATH_FORMS},
+               **{t: f"__pcb_scalar_{t.__name__}" for t in _SCALAR_TYPES}}
 
 #: builtins whose calls the frontend sends to the per-example forms above
 BUILTIN_FORMS = {float: "__pcb_float", int: "__pcb_int", bool: "__pcb_bool",
@@ -767,6 +790,7 @@ NAMESPACE = {
     "__pcb_asarray": to_asarray,
     "__pcb_unshared": unshared,
     **{f"__pcb_math_{f.__name__}": form for f, form in MATH_FORMS.items()},
+    **{f"__pcb_scalar_{t.__name__}": _numpy_scalar_type(t) for t in _SCALAR_TYPES},
     "__pcb_truthy": truthy,
     "__pcb_shape_truth": truthy,  # an if test on shapes only (`to_ir.Translator.condition`)
     "__pcb_select": select,

@@ -91,6 +91,23 @@ def test_indices_and_counts_are_int64(backend_name):
     _differential(indices, (v, x), backend_name)
 
 
+def scalar_types(x, n, v):
+    return (
+        np.float32(x), np.float64(np.float32(x)), np.float16(x), np.int32(v[0]), np.int64(n),
+        np.int8(n), np.uint8(n), np.uint16(n), np.bool_(x), np.bool_(n), np.float32(v),
+        np.int32(v), np.float32(n) + 1, np.double(x) * 2, np.float32(), np.int8(7),
+    )
+
+
+@backends.backend_param
+def test_numpy_scalar_types_convert_a_per_example_value_as_astype_does(backend_name):
+    # JAX and TensorFlow failed on every call ("setting an array element with a sequence")
+    x = np.array([1.7, -2.5, 1e40, NAN, 0.0])
+    n = np.array([1, 300, -129, 65537, 0])
+    v = np.array([[1.5, -2.5], [3.0, 4.25], [0.0, -0.0], [7.0, 8.0], [1e3, 2.0]])
+    _differential(scalar_types, (x, n, v), backend_name)
+
+
 def scaled_down(x):
     y = x * 1e-300
     return y > 0.0, y
