@@ -45,7 +45,7 @@ from pcbatch.errors import (
     where,
 )
 from pcbatch.ir.nodes import ControlFlowGraph, FunctionCallOp, PrimOp, Program, reads, writes
-from pcbatch.ir.setitem import SetItem
+from pcbatch.ir.setitem import FULL_SLICE, SetItem
 from pcbatch.ir.types import (
     TensorType,
     Type,
@@ -329,6 +329,7 @@ class _Inference:
     def run_primitive(self, op: PrimOp, in_types: Sequence[Type]) -> Type:
         if isinstance(op.function, SetItem):
             _check_item_index(op, in_types[2:])
+            _check_item_value(op, in_types[0], in_types[1])
         known = getattr(op.function, "result_type", None)  # e.g. a host callback's
         if known is not None:
             return known
@@ -547,7 +548,8 @@ class _Inference:
             values, names = flatten(op.function()), flatten(op.vars_out)
             for value, name, is_literal in zip(values, names, flatten(weak)):
                 if is_literal:
-                    literals.setdefault(name, []).append((value.item(), op.loc))
+                    value = value.item() if hasattr(value, "item") else value  # a Python int
+                    literals.setdefault(name, []).append((value, op.loc))
         elif op.is_copy and len(op.vars_in) == len(flatten(op.vars_out)):
             edges.extend(zip(op.vars_in, flatten(op.vars_out)))
 
@@ -752,6 +754,35 @@ def _check_item_index(op: PrimOp, index_types: Sequence[Type]) -> None:
             "supported). Assign item by item in a loop (for k in ks: "
             "buf[k] = x), or build the new array: buf = np.where(np.isin(np.arange(len(buf)), "
             "ks), x, buf)"
+        )
+
+
+def _check_item_value(op: PrimOp, target: Type, value: Type) -> None:
+    """An item assignment's value broadcasts to the items it replaces (one example's
+    shapes), as NumPy requires: else NumPy's message, at the user's line."""
+    if is_pattern_node(target.tensors) or is_pattern_node(value.tensors):
+        return  # a tuple: `SetItem` raises Python's TypeError
+    dims, items = tuple(target.tensors.shape), []
+    if len(op.function.index) > len(dims):
+        return  # too many indices: the primitive raises NumPy's IndexError
+    for axis, part in enumerate(op.function.index):
+        if part == FULL_SLICE:
+            items.append(dims[axis])
+        elif part is not None:
+            items.append(len(range(*part.as_slice().indices(dims[axis]))))
+    items += dims[len(op.function.index):]
+    shape = tuple(value.tensors.shape)
+    while len(shape) > len(items) and shape[0] == 1:
+        shape = shape[1:]  # NumPy drops a value's leading unit axes
+    try:
+        fits = np.broadcast_shapes(shape, tuple(items)) == tuple(items)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise TypeInferenceError(
+            f"item assignment{where(op.loc)}: could not broadcast input array from shape "
+            f"{shape} into shape {tuple(items)} (as NumPy raises for each example): the "
+            "value must have the shape of the items it replaces, or broadcast to it"
         )
 
 
