@@ -65,6 +65,9 @@ class EagerArrays(Protocol):
     def as_index(self, value: Any, like: Any) -> Any:
         """``value`` as an integer index array for ``like``."""
 
+    def flip(self, value: Any, axes: list) -> Any:
+        """``value`` reversed along ``axes``."""
+
 
 class NumpyArrays:
     """`EagerArrays` on NumPy."""
@@ -106,6 +109,9 @@ class NumpyArrays:
 
     def as_index(self, value: Any, like: np.ndarray) -> np.ndarray:
         return np.asarray(value)
+
+    def flip(self, value: Any, axes: list) -> np.ndarray:
+        return np.flip(value, axes)
 
 
 class Register:
@@ -151,10 +157,12 @@ class Register:
         """``top[index] = value`` in place, for the lanes' threads only."""
         arrays, top = self.arrays, self.top
         dims = top.shape[1:]
+        assignment, flips = assignment.forward(dims)
         wrap = lambda i, axis: arrays.wrap_negative(i, dims[axis], axis)
         key = assignment.key(lanes.rows(), [arrays.as_index(i, top) for i in indices], wrap)
         value = arrays.storable(value, top) if arrays.converts else np.asarray(value)
-        top[key] = setitem.align(value, assignment.rest_rank(top.ndim))
+        value = setitem.align(value, assignment.rest_rank(top.ndim))
+        top[key] = arrays.flip(value, flips) if flips else value
         return self
 
     def clear_stack(self, lanes) -> Register:

@@ -34,7 +34,7 @@ from pcbatch.backends import compaction as compaction_option
 from pcbatch.backends.compile_cache import ProgramCache
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.errors import PcbatchError
-from pcbatch.ir.setitem import FULL_SLICE
+from pcbatch.ir.setitem import StaticSlice
 from pcbatch.ir.types import TensorType, Type, map_pattern
 
 __all__ = ["TensorFlowBackend"]
@@ -701,8 +701,9 @@ class TensorFlowBackend:
         """
         target = tf.convert_to_tensor(target)
         rank, dims = target.shape.rank, target.shape[1:]
-        indexed = [1 + a for a, part in enumerate(setitem.index) if part != FULL_SLICE]
-        perm = [0] + indexed + [a for a in range(1, rank) if a not in indexed]
+        indexed = [1 + a for a, part in enumerate(setitem.index) if part is None]
+        rest = [a for a in range(1, rank) if a not in indexed]
+        perm = [0] + indexed + rest
         moved = tf.transpose(target, perm)
         # Out of bounds (a thread that fails `SetItem.faulting`, stopped after the
         # step): item 0, as a scatter out of bounds fails the whole run on CPU.
@@ -720,7 +721,10 @@ class TensorFlowBackend:
         if missing > 0:
             shape = tf.concat([tf.shape(value)[:1], [1] * missing, tf.shape(value)[1:]], 0)
             value = tf.reshape(value, shape)
-        updates = tf.broadcast_to(value, tf.shape(current))
+        elif missing < 0:  # leading unit axes of one example's value, which NumPy drops
+            kept = tf.concat([tf.shape(value)[:1], tf.shape(value)[1 - missing:]], 0)
+            value = tf.reshape(value, kept)
+        updates = _written(setitem, value, current, rest)
         if mask is not None:
             updates = self.where(mask, updates, current)
         moved = tf.tensor_scatter_nd_update(moved, coords, updates)
@@ -883,3 +887,34 @@ class TensorFlowBackend:
         return not tf.executing_eagerly() or any(
             tf.is_symbolic_tensor(v) for v in tf.nest.flatten(values) if isinstance(v, tf.Tensor)
         )
+
+
+def _written(setitem, value, current, rest: list):
+    """The items ``current`` (``[batch, *the target's axes in rest]``) with ``value``
+    written where the assignment's static slices point (`StaticSlice`): ``value``
+    broadcast to the slices' items, each sliced axis then gathered back to its full
+    length, the items outside the slices kept. No static slice: ``value`` broadcast."""
+    slices = {
+        position: setitem.index[axis - 1].as_slice()
+        for position, axis in enumerate(rest, 1)
+        if axis - 1 < len(setitem.index) and isinstance(setitem.index[axis - 1], StaticSlice)
+    }
+    if not slices:
+        return tf.broadcast_to(value, tf.shape(current))
+    region = [len(range(*slices[p].indices(n))) if p in slices else n
+              for p, n in enumerate(current.shape)][1:]
+    if 0 in region:
+        return current  # an empty slice: nothing is written
+    value = tf.broadcast_to(value, tf.concat([tf.shape(current)[:1], region], 0))
+    kept = None
+    for position, items in slices.items():
+        size = current.shape[position]
+        source, hit = np.zeros(size, np.int64), np.zeros(size, bool)
+        for k, j in enumerate(range(*items.indices(size))):
+            source[j], hit[j] = k, True
+        value = tf.gather(value, source, axis=position)
+        hit = tf.constant(hit.reshape([size if a == position else 1
+                                       for a in range(current.shape.rank)]))
+        kept = hit if kept is None else kept & hit
+    return tf.where(kept, value, current)
+

@@ -148,6 +148,9 @@ class TorchArrays:
             return value.detach().cpu().numpy()
         return np.asarray(value)
 
+    def flip(self, value: torch.Tensor, axes: list) -> torch.Tensor:
+        return torch.flip(value, axes)
+
     def wrap_negative(self, index: torch.Tensor, size: int, axis: int) -> torch.Tensor:
         bad = (index < -size) | (index >= size)
         if bool(bad.any()):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import operator
 
 from pcbatch.frontend import statics
 from pcbatch.frontend.math_forms import MATH_PER_EXAMPLE
@@ -166,16 +167,29 @@ class _Fence(ast.NodeVisitor):
             )
         parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
         for part in parts:
-            is_colon = isinstance(part, ast.Slice) and not (part.lower or part.upper or part.step)
-            if isinstance(part, ast.Slice) and not is_colon:
+            if isinstance(part, ast.Slice):
+                self.check_static_slice(part)
+            else:
+                self.visit(part)
+
+    def check_static_slice(self, part: ast.Slice) -> None:
+        """A slice in an item assignment's index: its bounds must be known when compiling
+        (``buf[1:] = v[:-1]``), so that every example writes the same items."""
+        for bound in (part.lower, part.upper, part.step):
+            if bound is None:
+                continue
+            value = self.known(bound)
+            if not _is_index(value):
                 self.reject(
                     part,
-                    "an item index may hold integers and ':' only, not a range; for "
-                    "buf[a:b] = x write buf = np.where((np.arange(len(buf)) >= a) & "
-                    "(np.arange(len(buf)) < b), x, buf), or assign item by item in a loop",
+                    f"a slice in an item assignment needs bounds known when compiling "
+                    f"(literals or constants: buf[1:] = v[:-1]), not {ast.unparse(bound)!r}, "
+                    "which may differ between examples; write buf = np.where((np.arange("
+                    "len(buf)) >= a) & (np.arange(len(buf)) < b), x, buf), or assign item "
+                    "by item in a loop",
                 )
-            if not isinstance(part, ast.Slice):
-                self.visit(part)
+            if value == 0 and bound is part.step:
+                self.reject(part, "slice step cannot be zero")
 
     def check_no_alias(self, stmt: ast.Assign) -> None:
         """Rejects ``a = b`` between arrays that are item-assigned: Python would share them."""
@@ -730,3 +744,15 @@ def _item_assigned(tree: ast.FunctionDef) -> frozenset:
             if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
                 names.add(t.value.id)
     return frozenset(names)
+
+
+def _is_index(value) -> bool:
+    """Whether ``value`` (known when compiling) may bound a slice: an int, None."""
+    if value is None:
+        return True
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+

@@ -33,7 +33,7 @@ from pcbatch.errors import AutobatchSyntaxError, StaticValueError
 from pcbatch.frontend import comprehensions, runtime, statics
 from pcbatch.frontend.parse import ParsedFunction, local_names
 from pcbatch.ir.nodes import SourceLoc
-from pcbatch.ir.setitem import FULL_SLICE, SetItem
+from pcbatch.ir.setitem import FULL_SLICE, SetItem, StaticSlice
 from pcbatch.passes import shape_branches
 
 #: what `Translator.constant_of` returns for a local or an unknown name
@@ -424,13 +424,20 @@ class Translator:
         index, index_vars = [], []
         for part in parts:
             if isinstance(part, ast.Slice):
-                index.append(FULL_SLICE)
+                index.append(self.static_slice(part))
             else:
                 index.append(None)
                 index_vars.append(self.value(part))
         name = target.value.id
         setitem = SetItem(tuple(index), str(self.loc(target)))
         self.fb.prim(setitem, name, value_var, *index_vars, out=name, name="setitem")
+
+    def static_slice(self, part: ast.Slice) -> Any:
+        """A slice of an item assignment, its bounds known (`fence.check_static_slice`)."""
+        bounds = [None if b is None else self.known(b) for b in (part.lower, part.upper, part.step)]
+        if bounds == [None, None, None]:
+            return FULL_SLICE
+        return StaticSlice(*(None if b is None else operator.index(b) for b in bounds))
 
     def stmt_Return(self, stmt: ast.Return) -> None:
         if self.dynamic_depth:

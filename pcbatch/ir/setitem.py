@@ -7,8 +7,9 @@ it and write into the variable's storage instead, touching only the active
 threads' items: a per-thread buffer of draws or results filled one item per
 loop iteration would otherwise be copied whole on every write.
 
-The index is a tuple of per-thread integer scalars (one input each) and full
-slices ``:``; inputs are ``(target, value, *indices)``.
+The index is a tuple of per-thread integer scalars (one input each), full slices
+``:`` and slices whose bounds are known when compiling (``buf[1:] = v[:-1]``, the
+same items for every thread); inputs are ``(target, value, *indices)``.
 """
 
 from __future__ import annotations
@@ -23,9 +24,23 @@ FULL_SLICE = "colon"
 
 
 @dataclasses.dataclass(frozen=True)
+class StaticSlice:
+    """A slice of an index whose bounds are known when compiling (ints or None): the same
+    items for every thread. (A `slice` itself is unhashable before Python 3.12.)"""
+
+    start: int | None
+    stop: int | None
+    step: int | None
+
+    def as_slice(self) -> slice:
+        return slice(self.start, self.stop, self.step)
+
+
+@dataclasses.dataclass(frozen=True)
 class SetItem:
-    """``target[index] = value`` per thread; ``index`` holds `FULL_SLICE` or None (an input).
-    ``where``: the user's line, for the IndexError of an index out of bounds."""
+    """``target[index] = value`` per thread; ``index`` holds `FULL_SLICE`, a `StaticSlice`
+    or None (an input). ``where``: the user's line, for the IndexError of an index out of
+    bounds."""
 
     index: tuple
     where: str = ""
@@ -36,15 +51,36 @@ class SetItem:
 
     @property
     def integer_parts(self) -> int:
-        return len(self.index) - self.index.count(FULL_SLICE)
+        return sum(part is None for part in self.index)
 
     def key(self, rows, indices: list, wrap) -> tuple:
         """The fancy index of the items: rows, then each index part (``wrap`` fixes negatives)."""
         values = iter(indices)
         key = [rows]
         for axis, part in enumerate(self.index):
-            key.append(slice(None) if part == FULL_SLICE else wrap(next(values), axis))
+            if part is None:
+                key.append(wrap(next(values), axis))
+            else:
+                key.append(slice(None) if part == FULL_SLICE else part.as_slice())
         return tuple(key)
+
+    def forward(self, dims: tuple) -> tuple[SetItem, list]:
+        """This assignment with each slice of negative step replaced by the forward slice
+        of the same items (for Torch, whose slices step forward only), and the axes of
+        the aligned value (`align`) to flip to match: the slices' items come after the
+        batch axis, in order."""
+        index, flips, sliced = list(self.index), [], 0
+        for axis, part in enumerate(self.index):
+            if part is None:
+                continue
+            sliced += 1
+            if part == FULL_SLICE or (part.step or 1) > 0:
+                continue
+            items = range(*part.as_slice().indices(dims[axis]))
+            if items:
+                index[axis] = StaticSlice(items[-1], items[0] + 1, -items.step)
+                flips.append(sliced)
+        return dataclasses.replace(self, index=tuple(index)), flips
 
     def rest_rank(self, target_rank: int) -> int:
         """Rank of one thread's items in a batched target of ``target_rank``."""
@@ -64,7 +100,7 @@ class SetItem:
         """Rows (threads) whose index is out of bounds of their item's axis (batched)."""
         dims = np.shape(target)[1:]
         bad = np.zeros(np.shape(target)[:1], dtype=bool)
-        parts = (k for k, part in enumerate(self.index) if part != FULL_SLICE)
+        parts = (k for k, part in enumerate(self.index) if part is None)
         for axis, index in zip(parts, indices):
             index = np.broadcast_to(index, bad.shape)
             bad = bad | (index < -dims[axis]) | (index >= dims[axis])
@@ -115,7 +151,9 @@ def _refuse_tuple(target) -> None:
 def align(value, item_rank: int):
     """A per-thread ``value`` (leading batch) with unit axes so it broadcasts to the items."""
     missing = item_rank - (value.ndim - 1)
-    if missing <= 0:
+    if missing < 0:  # leading unit axes of one example's value, which NumPy drops
+        return value.reshape(value.shape[:1] + value.shape[1 - missing:])
+    if missing == 0:
         return value
     return value.reshape(value.shape[:1] + (1,) * missing + value.shape[1:])
 

@@ -62,7 +62,8 @@ def item_alias(v):
 
 def item_range(v):
     buf = np.zeros(3)
-    buf[0:2] = v  # ERROR
+    n = int(v)
+    buf[0:n] = v  # ERROR
     return buf
 
 

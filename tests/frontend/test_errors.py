@@ -33,7 +33,7 @@ SYNTAX_CASES = [
     ("comprehension_over_batched", "comprehension"),
     ("item_assignment", "item assignment to parameter"),
     ("item_alias", "would share it"),
-    ("item_range", "integers and ':' only"),
+    ("item_range", "bounds known when compiling"),
     ("range_rebound", "binds the name 'range' itself"),
     ("no_return_value", "return a value"),
     ("falls_off_end", "without returning"),

@@ -1,0 +1,119 @@
+"""Assignment to a slice whose bounds are known when compiling (``w[1:] = v[:-1]``,
+``w[::-1] = v``, ``m[k, 1:] = 0``, ``w[K:] *= 2`` with a global ``K``): every example
+writes the same items, as NumPy writes them per example. They were refused at the
+line; a slice whose bounds are per-example values still is, and a value that does not
+fit the items is NumPy's broadcast error at the line, before anything runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pcbatch
+from tests import backends
+
+K = 2
+
+
+def shifted(v):
+    w = v.copy()
+    w[1:] = v[:-1]
+    w[0] = 0.0
+    return w
+
+
+def filled_in_parts(v, x):
+    w = np.zeros(5)
+    w[:3] = v
+    w[3:] = x
+    return w
+
+
+def reversed_and_strided(v):
+    w = np.empty_like(v)
+    w[::-1] = v
+    w[::2] += 10.0
+    w[-K:] *= 2
+    w[K:K] = -1.0  # no items
+    w[9:] = -2.0  # past the end: no items
+    return w
+
+
+def rows_and_columns(m, k, v):
+    w = m.copy()
+    w[k, 1:] = 5.0
+    w[1:, 0] = m[:-1, 0]
+    w[::-1, 2] = v
+    w[k, ::-2] = v[:2]
+    return w
+
+
+def shifted_in_a_loop(v, n):
+    w = v.copy()
+    for _ in range(n):
+        w[1:] = w[:-1] + 1
+    return w
+
+
+def into_small_ints(v):
+    w = np.zeros(3, dtype=np.int8)
+    w[1:] = v[:2]
+    w[:1] = v[2:].reshape(1, 1)  # a value's leading unit axes are dropped, as NumPy does
+    return w
+
+
+V = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [-1.0, 0.5, 7.0]])
+M = np.arange(27.0).reshape(3, 3, 3)
+CASES = {
+    "shifted": (shifted, (V,)),
+    "filled_in_parts": (filled_in_parts, (V, np.array([7.0, 8.0, 9.0]))),
+    "reversed_and_strided": (reversed_and_strided, (np.arange(15.0).reshape(3, 5),)),
+    "rows_and_columns": (rows_and_columns, (M, np.array([0, 2, -1]), V)),
+    "shifted_in_a_loop": (shifted_in_a_loop, (V, np.array([0, 3, 1]))),
+    "into_small_ints": (into_small_ints, (np.array([[300, 2, 3], [-1, 5, 6], [7, 8, -9]]),)),
+}
+
+
+@backends.backend_param
+@pytest.mark.parametrize("case", CASES)
+def test_a_static_slice_is_written_as_numpy_writes_it_per_example(case, backend_name):
+    function, args = CASES[case]
+    batched = pcbatch.Context().batch(function)
+    want = batched(*args, dry_run=True)
+    got = batched(*args, backend=backends.backend(backend_name))
+    backends.assert_identical(np.asarray(got), np.asarray(want))
+
+
+def too_long(v):
+    w = np.zeros(2)
+    w[:] = v  # MARK: too long
+    return w
+
+
+def bounded_per_example(v, n):
+    w = v.copy()
+    w[:n] = 0.0  # MARK: per example
+    return w
+
+
+def _line(function, marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(function)
+    return next(first + i for i, line in enumerate(lines) if marker in line)
+
+
+@backends.backend_param
+def test_a_value_that_does_not_fit_the_items_is_numpys_error_at_the_line(backend_name):
+    batched = pcbatch.Context().batch(too_long)
+    message = r"from shape \(3,\) into shape \(2,\)"
+    with pytest.raises(pcbatch.TypeInferenceError, match=message) as e:
+        batched(V, backend=backends.backend(backend_name))
+    assert f"{__file__}:{_line(too_long, 'MARK: too long')}" in str(e.value)
+
+
+def test_a_slice_bounded_by_a_per_example_value_is_refused_at_the_line():
+    batched = pcbatch.Context().batch(bounded_per_example)
+    with pytest.raises(pcbatch.AutobatchSyntaxError, match="bounds known when compiling") as e:
+        batched(V, np.array([1, 2, 0]))
+    assert e.value.lineno == _line(bounded_per_example, "MARK: per example")
