@@ -185,6 +185,8 @@ class Dispatched(PerExampleValue):
             function = division.numpy_exact(ufunc.__name__, function, self.xp)
         if self.xp.__name__ == TF_NUMPY and (function is None or ufunc.__name__ in _TF_OWN):
             function = _tensorflow_ufunc(ufunc.__name__, self.xp)
+        if ufunc is np.modf:
+            function = _modf(self.xp)
         if ufunc is np.heaviside and self.xp.__name__ == JAX_NUMPY:
             function = _jax_heaviside(self.xp)  # JAX 0.6 gave 0.5 for nan
         if self.xp.__name__ == TF_NUMPY and ufunc.__name__ in _UNSIGNED_LACKING:
@@ -538,6 +540,23 @@ def _tensorflow_copysign(x, y):
 
     magnitude = tf.abs(tf.convert_to_tensor(x))
     return tf.where(_tensorflow_signbit(tf.cast(y, magnitude.dtype)), -magnitude, magnitude)
+
+
+def _modf(xp):
+    """NumPy's ``modf``: the integral part truncated toward zero, the fractional part with
+    ``x``'s sign (-0.0 for -0.0 and -inf, 0.0 for inf), in NumPy's loop dtype (float16
+    for int8). TensorFlow's NumPy has none; JAX's gave nan for inf and 0.0 for -0.0."""
+
+    def modf(x):
+        dtype = np.modf(np.zeros((), numpy_dtype(x)))[0].dtype
+        x = xp.asarray(x, dtype=dtype)
+        whole = xp.where(x < 0, xp.ceil(x), xp.floor(x))
+        fraction = xp.where(xp.isinf(x), xp.asarray(0, dtype=dtype), x - whole)
+        if xp.__name__ == TF_NUMPY:
+            return _tensorflow_copysign(fraction, x), whole
+        return xp.copysign(fraction, x), whole
+
+    return modf
 
 
 #: ufuncs whose TensorFlow kernels take no unsigned integers

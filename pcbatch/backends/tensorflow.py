@@ -45,9 +45,10 @@ def _np_dtype(dtype) -> np.dtype:
 
 
 #: TensorFlow ops that act element by element on operands of one shape or broadcast
-#: scalars: on scalars they compute one example, on vectors every example at once.
+#: scalars: on scalars they compute one example, on vectors every example at once
+#: (Bitcast between dtypes of one size: one of another size makes no scalar).
 _ELEMENTWISE_OPS = frozenset(
-    """Abs Acos Acosh Add AddN AddV2 Asin Asinh Atan Atan2 Atanh BitwiseAnd BitwiseOr
+    """Abs Acos Acosh Add AddN AddV2 Asin Asinh Atan Atan2 Atanh Bitcast BitwiseAnd BitwiseOr
     BitwiseXor Cast Ceil ClipByValue Const Cos Cosh Digamma Div DivNoNan Equal Erf Erfc
     Exp Expm1 Floor FloorDiv FloorMod Greater GreaterEqual Identity Inv IsFinite IsInf
     IsNan LeftShift Less LessEqual Lgamma Log Log1p LogicalAnd LogicalNot LogicalOr
@@ -56,6 +57,18 @@ _ELEMENTWISE_OPS = frozenset(
     Softplus Sqrt Square SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy
     Xlog1py Xlogy""".split()  # noqa: SIM905 (a list of names, read as text)
 )
+
+
+class _OwnBitcastNotice:
+    """Drops TensorFlow's notice that ``tf.vectorized_map`` loops over a Bitcast: pcbatch's
+    own ``np.signbit``/``np.copysign`` (`numpy_dispatch`) bitcast, inside a primitive that
+    also reduces (``np.signbit(v).sum()``); the loop gives the same values."""
+
+    def filter(self, record) -> bool:
+        return "converting Bitcast" not in record.getMessage()
+
+
+tf.get_logger().addFilter(_OwnBitcastNotice())
 
 
 _DISPATCHES = ("loops", "switch")
@@ -163,9 +176,10 @@ def _captures(error: BaseException | None) -> bool:
 class _ElementwiseCheck:
     """Whether a per-example primitive may skip ``tf.vectorized_map`` for these arguments.
 
-    It may when every argument is a per-example scalar and the function, traced on one
-    example, is only elementwise ops on scalars, and traced on the batch's vectors it
-    builds the very same graph: then each op computes every example's result at once.
+    It may when every argument is a per-example value of one shape (scalars, or arrays
+    of one shape) and the function, traced on one example, is only elementwise ops on
+    that shape (and on constant scalars), and traced on the batch it builds the very
+    same graph: then each op computes every example's result at once.
     The second trace is what makes it sound: a function may look at its arguments'
     shapes (``np.ndim(v)``, ``v.size``, a plain helper branching on them) and so do
     something else on the whole batch, such as reduce over it. tf.vectorized_map costs
@@ -180,27 +194,34 @@ class _ElementwiseCheck:
 
     def __call__(self, args) -> bool:
         leaves = [tf.convert_to_tensor(a) for a in tf.nest.flatten(args)]
-        if any(leaf.shape.rank != 1 or leaf.shape[0] is None for leaf in leaves):
+        if not leaves or any(
+            leaf.shape.rank == 0 or not leaf.shape.is_fully_defined() for leaf in leaves
+        ):
             return False
-        if len({leaf.shape[0] for leaf in leaves}) != 1:
-            return False
-        key = (leaves[0].shape[0], *(leaf.dtype for leaf in leaves))
+        if len({tuple(leaf.shape) for leaf in leaves}) != 1:
+            return False  # one example's values of several shapes would broadcast otherwise
+        key = (tuple(leaves[0].shape), *(leaf.dtype for leaf in leaves))
         if key not in self.verdicts:
             self.verdicts[key] = self._scalar_ops_only(args, key[0], key[1:])
         return self.verdicts[key]
 
-    def _scalar_ops_only(self, args, size: int, dtypes) -> bool:
+    def _scalar_ops_only(self, args, shape: tuple, dtypes) -> bool:
+        """Every op elementwise on one example's shape (or on constant scalars), and the
+        batch's trace the same graph."""
+
         def specs(shape):
             leaves = iter([tf.TensorSpec(shape, dtype) for dtype in dtypes])
             return tf.nest.map_structure(lambda _: next(leaves), args)
 
         try:
-            example, example_outputs = _one_example(self.function, specs(()))
-            whole, whole_outputs = _one_example(self.function, specs((size,)))
+            example, example_outputs = _one_example(self.function, specs(shape[1:]))
+            whole, whole_outputs = _one_example(self.function, specs(shape))
         except Exception:  # the vectorized map raises it again, with its context
             return False
+        item = tf.TensorShape(shape[1:])
         scalar_ops = all(
-            op.type in _ELEMENTWISE_OPS and all(t.shape.rank == 0 for t in op.outputs)
+            op.type in _ELEMENTWISE_OPS
+            and all(t.shape.rank == 0 or t.shape == item for t in op.outputs)
             for op in example.get_operations()
         )
         return scalar_ops and _fingerprint(example, example_outputs) == _fingerprint(
@@ -209,8 +230,8 @@ class _ElementwiseCheck:
 
     def call(self, args):
         """The function on the batch's vectors; a result that is a constant is broadcast."""
-        size = tf.nest.flatten(args)[0].shape[0]
-        spread = lambda v: tf.broadcast_to(v, [size]) if v.shape.rank == 0 else v
+        size = tf.nest.flatten(args)[0].shape[:1]  # a constant is one number per example
+        spread = lambda v: tf.broadcast_to(v, size) if v.shape.rank == 0 else v
         results = self.function(*args)
         return map_pattern(lambda v: spread(tf.convert_to_tensor(v)), results)
 

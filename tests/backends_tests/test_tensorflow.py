@@ -146,13 +146,18 @@ def _elementwise(function, *args):
     return _ElementwiseCheck(TensorFlowBackend().adapt(function))(args)
 
 
-def test_only_elementwise_work_on_scalars_skips_the_vectorized_map():
-    vector = tf.constant([1, 2, 3])
+def test_only_elementwise_work_on_values_of_one_shape_skips_the_vectorized_map():
+    vector, rows = tf.constant([1, 2, 3]), tf.ones([3, 2])
     assert _elementwise(lambda x: np.maximum(x * 3 - 1, 0), vector)
     assert _elementwise(lambda x, y: (x < y, np.where(x > 0, x, y)), vector, vector)
     assert not _elementwise(lambda x: np.stack([x, x]).max(), vector)
     assert not _elementwise(lambda x: x + np.arange(2), vector)  # results are not scalars
-    assert not _elementwise(lambda x: x * 2, tf.ones([3, 2]))  # per-example vectors
+    # per-example vectors of one shape: elementwise work on them, nothing else
+    assert _elementwise(lambda x: (np.signbit(x), np.copysign(1.0, x), x * 2), rows)
+    assert _elementwise(lambda x: x + np.arange(2.0), rows)  # the constant has their shape
+    assert not _elementwise(lambda x: x.sum(), rows)
+    assert not _elementwise(lambda x: x * x.shape[0], rows)  # the batch's trace differs
+    assert not _elementwise(lambda x, y: x * y, rows, tf.ones([3]))  # shapes differ
 
 
 @pytest.mark.parametrize("jit_compile", [True, False])

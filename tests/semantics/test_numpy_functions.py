@@ -108,6 +108,20 @@ def test_numpy_scalar_types_convert_a_per_example_value_as_astype_does(backend_n
     _differential(scalar_types, (x, n, v), backend_name)
 
 
+def fractions(x, n):
+    f, w = np.modf(x)
+    return f, w, np.signbit(f), np.modf(n)[0], np.modf(n)[1]
+
+
+@backends.backend_param
+def test_modf_keeps_the_signs_and_infinities_as_numpy(backend_name):
+    # JAX gave nan for the fraction of inf and 0.0 for -0.0's, float32 for int8;
+    # TensorFlow had no modf
+    x = np.array([-2.5, 2.5, -0.0, np.inf, -np.inf, np.nan, 1e20, -0.25])
+    n = np.array([-3, 4, 0, 127, -128, 1, 2, 3], np.int8)
+    _differential(fractions, (x, n), backend_name)
+
+
 def scaled_down(x):
     y = x * 1e-300
     return y > 0.0, y
