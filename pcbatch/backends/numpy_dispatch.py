@@ -187,6 +187,8 @@ class Dispatched(PerExampleValue):
             function = _tensorflow_ufunc(ufunc.__name__, self.xp)
         if ufunc is np.modf:
             function = _modf(self.xp)
+        if ufunc is np.frexp:
+            function = _frexp(self.xp)
         if ufunc is np.heaviside and self.xp.__name__ == JAX_NUMPY:
             function = _jax_heaviside(self.xp)  # JAX 0.6 gave 0.5 for nan
         if self.xp.__name__ == TF_NUMPY and ufunc.__name__ in _UNSIGNED_LACKING:
@@ -331,9 +333,37 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
                     np.where(np.isneginf(x), np.asarray(neginf, dtype), x))
 
 
+def _sinc(x):
+    """``np.sinc`` as NumPy computes it, ``sin(pi y) / (pi y)`` with ``y`` 1e-20 where
+    ``x`` is 0: nan for an infinity (JAX gave 0), float64 for integers and booleans (JAX
+    float32; TensorFlow failed)."""
+    kind = np.dtype(x.dtype).kind
+    if kind == "c":
+        return NotImplemented
+    if kind != "f":
+        x = x.astype(np.float64)
+    y = np.pi * np.where(x == 0, 1.0e-20, x)
+    return np.sin(y) / y
+
+
+def _i0(x):
+    """``np.i0``, the modified Bessel function of order 0: float64 for integers and
+    booleans (JAX gave float32); TensorFlow's NumPy has none (``bessel_i0`` instead)."""
+    kind = np.dtype(x.dtype).kind
+    if kind == "c":
+        return NotImplemented
+    if kind != "f":
+        x = x.astype(np.float64)
+    if x.xp.__name__ != TF_NUMPY:
+        return wrap(x.xp.i0(x.value), x.xp)
+    import tensorflow as tf
+
+    return wrap(tf.math.special.bessel_i0(x.value), x.xp)
+
+
 #: NumPy functions computed from other NumPy functions on one example's value, where the
 #: libraries' own differ from NumPy's or are missing
-_COMPOSED = {np.angle: _angle, np.nan_to_num: _nan_to_num}
+_COMPOSED = {np.angle: _angle, np.nan_to_num: _nan_to_num, np.sinc: _sinc, np.i0: _i0}
 
 
 def _written_in_place(ufunc, method: str, xp) -> str:
@@ -479,7 +509,8 @@ def _tensorflow_ufunc(name: str, xp):
         integer_function = getattr(xp, {"fmax": "maximum", "fmin": "minimum"}.get(name, name))
         return _extremum(_EXTREMA[name], integer_function, xp)
     sign_bits = {"signbit": _tensorflow_signbit, "copysign": _tensorflow_copysign}
-    own = {"rint": tf.math.round, "heaviside": _tensorflow_heaviside}  # rint: half to even
+    own = {"rint": tf.math.round, "heaviside": _tensorflow_heaviside,  # rint: half to even
+           "ldexp": _tensorflow_ldexp}
     return {**own, **sign_bits}.get(name)
 
 
@@ -557,6 +588,53 @@ def _modf(xp):
         return xp.copysign(fraction, x), whole
 
     return modf
+
+
+def _frexp(xp):
+    """NumPy's ``frexp``, in NumPy's loop dtype (float16 for int8: JAX gave float32);
+    TensorFlow's NumPy has none."""
+
+    def frexp(x):
+        x = xp.asarray(x, dtype=np.frexp(np.zeros((), numpy_dtype(x)))[0].dtype)
+        return _tensorflow_frexp(x) if xp.__name__ == TF_NUMPY else xp.frexp(x)
+
+    return frexp
+
+
+def _tensorflow_frexp(x):
+    """``x == m * 2**e`` with ``0.5 <= |m| < 1`` (0, inf, nan: ``m = x``, ``e = 0``): the
+    exponent from the logarithm, then moved by one where it rounded across a power of 2."""
+    import tensorflow as tf
+
+    x = tf.convert_to_tensor(x)
+    computing = tf.float32 if x.dtype == tf.float16 else x.dtype
+    wide = tf.cast(x, computing)
+    regular = tf.math.is_finite(wide) & tf.not_equal(wide, 0)
+    safe = tf.where(regular, wide, tf.ones_like(wide))
+    exponent = tf.cast(tf.floor(tf.math.log(tf.abs(safe)) / np.log(2.0)), tf.int32) + 1
+    mantissa = _tensorflow_ldexp(safe, -exponent)
+    high, low = tf.abs(mantissa) >= 1, tf.abs(mantissa) < 0.5
+    exponent = exponent + tf.cast(high, tf.int32) - tf.cast(low, tf.int32)
+    mantissa = tf.where(high, mantissa / 2, tf.where(low, mantissa * 2, mantissa))
+    mantissa = tf.where(regular, mantissa, wide)
+    return tf.cast(mantissa, x.dtype), tf.where(regular, exponent, tf.zeros_like(exponent))
+
+
+def _tensorflow_ldexp(x, n):
+    """NumPy's ``ldexp``, ``x * 2**n``: three powers of two, each finite (one ``2**n``
+    overflows where ``x * 2**n`` does not, and ``0 * inf`` is nan). A float ``n`` is
+    NumPy's TypeError, from NumPy itself."""
+    import tensorflow as tf
+
+    x, n = tf.convert_to_tensor(x), tf.convert_to_tensor(n)
+    np.ldexp(np.zeros((), x.dtype.as_numpy_dtype), np.zeros((), n.dtype.as_numpy_dtype))
+    largest = {tf.float16: 15, tf.float32: 127}.get(x.dtype, 1023)
+    n = tf.clip_by_value(tf.cast(n, tf.int32), -3 * largest, 3 * largest)
+    first = n // 3
+    second = (n - first) // 2
+    for part in (first, second, n - first - second):
+        x = x * tf.pow(tf.constant(2, x.dtype), tf.cast(part, x.dtype))
+    return x
 
 
 #: ufuncs whose TensorFlow kernels take no unsigned integers
