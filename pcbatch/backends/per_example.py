@@ -63,7 +63,8 @@ _RAGGED_ADVICE = (
     "so the examples' results would differ in length, which one batch cannot hold. "
     "Keep the length fixed: np.count_nonzero(mask), np.sum(np.where(mask, v, 0)), "
     "np.where(mask, v, np.nan) with np.nanmax/np.nanmean, np.argmax(mask) for the first "
-    "True, np.sort(v)"
+    "True, np.sort(v); for w[mask] = u[mask] or w[mask] += x, w = np.where(mask, u, w) or "
+    "w = np.where(mask, w + x, w)"
 )
 
 

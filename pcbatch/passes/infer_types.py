@@ -62,7 +62,7 @@ from pcbatch.ir.types import (
     same_structure,
     type_key,
 )
-from pcbatch.passes import item_values, shape_branches
+from pcbatch.passes import item_values, masked_items, shape_branches
 
 MAX_SWEEPS = 200
 _DUMMY_BATCHES = (2, 3)  # two sizes tell a batched result from a broadcast constant
@@ -313,6 +313,9 @@ class _Inference:
             else:
                 self.bind_outputs(op, op.vars_out, Type(tuple(t.tensors for t in in_types)))
             return
+        if masked_items.is_masked(op, in_types[2:]):  # w[w < 0] = 0.0
+            masked_items.check(op, *in_types)
+            op = masked_items.replaced(op)  # typed, and probed, as it will run
         key = (id(op.function), type_key(in_types))
         if key not in self.prim_cache:
             # A weak int converted to a narrow int dtype on the way (the array may be
@@ -495,6 +498,9 @@ class _Inference:
             return op
 
         def expand(op) -> tuple:
+            index_types = tuple(self.types.get(v) for v in op.vars_in[2:])
+            if masked_items.is_masked(op, index_types):
+                return (rewrite(masked_items.replaced(op)),)
             if item_values.needs_conversion(op, self.types):  # buf[i] = k, buf int8
                 return tuple(map(rewrite, item_values.converted(op, self.types)))
             return (rewrite(op),)

@@ -1,8 +1,15 @@
-"""Assignment to a slice whose bounds are known when compiling (``w[1:] = v[:-1]``,
-``w[::-1] = v``, ``m[k, 1:] = 0``, ``w[K:] *= 2`` with a global ``K``): every example
-writes the same items, as NumPy writes them per example. They were refused at the
-line; a slice whose bounds are per-example values still is, and a value that does not
-fit the items is NumPy's broadcast error at the line, before anything runs."""
+"""Item assignment beyond one item per example, as NumPy writes it per example.
+
+Slices whose bounds are known when compiling (``w[1:] = v[:-1]``, ``w[::-1] = v``,
+``m[k, 1:] = 0``, ``w[K:] *= 2`` with a global ``K``): every example writes the same
+items. A slice bounded by a per-example value is refused at the line, and a value that
+does not fit the items is NumPy's broadcast error at the line, before anything runs.
+
+A boolean mask (``w[w < 0] = 0.0``; of leading axes, rows): the items where the
+example's mask holds get the value, converted into the array's dtype as NumPy converts
+it (`pcbatch.passes.masked_items`); a value per True (``w[m] = u[m]``) is refused at the
+line, saying to write ``np.where``. Both were refused at the line before."""
+
 
 from __future__ import annotations
 
@@ -62,8 +69,37 @@ def into_small_ints(v):
     return w
 
 
+def clamped(v):
+    w = v.copy()
+    w[w < 0] = 0.0
+    w[np.isnan(w)] = -1
+    return w
+
+
+def rows_chosen(m, x):
+    w = m.copy()
+    w[w[:, 0] > 2] = x
+    w[np.array([True, False, True])] = m[1]
+    return w
+
+
+def masked_into_small_ints(v, k):
+    w = v.astype(np.int8)
+    w[w > 3] = k
+    w[w < 0] = 2.7  # a float stored into int8: truncated, as NumPy stores it
+    return w
+
+
+def in_a_loop(v, n):
+    w = v.copy()
+    for i in range(n):
+        w[w > i] = w.sum()
+    return w
+
+
 V = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [-1.0, 0.5, 7.0]])
 M = np.arange(27.0).reshape(3, 3, 3)
+MASKED_V = np.array([[1.0, -2.0, 3.0], [-1.0, np.nan, 5.0], [0.0, -0.0, np.inf]])
 CASES = {
     "shifted": (shifted, (V,)),
     "filled_in_parts": (filled_in_parts, (V, np.array([7.0, 8.0, 9.0]))),
@@ -71,12 +107,17 @@ CASES = {
     "rows_and_columns": (rows_and_columns, (M, np.array([0, 2, -1]), V)),
     "shifted_in_a_loop": (shifted_in_a_loop, (V, np.array([0, 3, 1]))),
     "into_small_ints": (into_small_ints, (np.array([[300, 2, 3], [-1, 5, 6], [7, 8, -9]]),)),
+    "clamped": (clamped, (MASKED_V,)),
+    "rows_chosen": (rows_chosen, (M, np.array([7.0, 8.0, -9.0]))),
+    "masked_into_small_ints": (masked_into_small_ints, (
+        np.array([[1, 5, 9], [4, 0, -2], [7, 7, 7]]), np.array([-1, 100, 3]))),
+    "in_a_loop": (in_a_loop, (MASKED_V, np.array([0, 3, 1]))),
 }
 
 
 @backends.backend_param
 @pytest.mark.parametrize("case", CASES)
-def test_a_static_slice_is_written_as_numpy_writes_it_per_example(case, backend_name):
+def test_the_items_are_written_as_numpy_writes_them_per_example(case, backend_name):
     function, args = CASES[case]
     batched = pcbatch.Context().batch(function)
     want = batched(*args, dry_run=True)
@@ -93,6 +134,18 @@ def too_long(v):
 def bounded_per_example(v, n):
     w = v.copy()
     w[:n] = 0.0  # MARK: per example
+    return w
+
+
+def out_of_int8(v):
+    w = v.astype(np.int8)
+    w[w > 3] = 300  # MARK: out of int8
+    return w
+
+
+def a_value_per_true(v):
+    w = v.copy()
+    w[w > 0] = 2 * w  # MARK: per true
     return w
 
 
@@ -117,3 +170,18 @@ def test_a_slice_bounded_by_a_per_example_value_is_refused_at_the_line():
     with pytest.raises(pcbatch.AutobatchSyntaxError, match="bounds known when compiling") as e:
         batched(V, np.array([1, 2, 0]))
     assert e.value.lineno == _line(bounded_per_example, "MARK: per example")
+
+
+@backends.backend_param
+def test_a_python_int_the_dtype_cannot_hold_is_numpys_overflow_error(backend_name):
+    batched = pcbatch.Context().batch(out_of_int8)
+    with pytest.raises(OverflowError):
+        batched(np.array([[1, 5], [0, 2]]), backend=backends.backend(backend_name))
+
+
+@backends.backend_param
+def test_a_value_per_true_is_refused_at_the_line_saying_what_to_write(backend_name):
+    batched = pcbatch.Context().batch(a_value_per_true)
+    with pytest.raises(pcbatch.TypeInferenceError, match=r"np\.where\(m, u, w\)") as e:
+        batched(MASKED_V, backend=backends.backend(backend_name))
+    assert f"{__file__}:{_line(a_value_per_true, 'MARK: per true')}" in str(e.value)
