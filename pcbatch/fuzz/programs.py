@@ -14,7 +14,8 @@ must equal the per-example run bit for bit, whatever order it computes in.
 Covered: nested if/elif/else, while and for-range loops (with bound and step
 variables rebound in the body, and the loop variable read after the loop), for loops
 over items (``np.array(v)``, the buffer ``u`` while the body assigns its items, a tuple
-of int expressions, ``enumerate``, ``zip``, ``reversed``), break,
+of int expressions, ``enumerate``, ``zip``, ``reversed``, ``reversed(range(...))``,
+``zip(range(k), u)``), break,
 continue, early return, short-circuit ``and``/``or``/``not`` (as conditions and as
 int values), conditional expressions, chained comparisons, guarded operations that
 raise or warn where the guard fails (``a // n if n != 0 else a``, ``0 <= n < 5 and
@@ -32,7 +33,9 @@ buffers made in each function, ``w`` of a narrow int dtype (int8, int16 or uint8
 (``np.clip(e, 0, 1)``, ``i1 % 2``), always in range; a strong int64 stored into the
 narrow buffer wraps as NumPy's cast does, a Python int stored there is small enough to
 fit (NumPy 2 raises otherwise). The buffers are read back by ``int(w[i])`` and
-``u[i]``, and rebound to copies (``w = np.array(w)``).
+``u[i]``, and rebound to copies (``w = np.array(w)``). Slice assignment with constant
+bounds: ``v[1:] = v[:1]``, ``u[-1:3:2] = np.sum(...)``, ``u[::-1] += 0.25``, ``w[::-1] = w``;
+through a boolean mask: ``u[u < np.sum(...)] = 0.5``, ``w[w > 1] = 3``.
 
 The ``chooser`` makes every random decision: ``chooser.integer(lo, hi)`` returns an
 int in ``[lo, hi]``. `RandomChooser` wraps `random.Random`; the test suite adapts
@@ -308,8 +311,10 @@ class _Function:
     def stmt_item(self, depth, scope, loop) -> None:
         """Item assignment into ``v``, ``w`` or ``u``, or ``w`` rebound to a copy."""
         index = self.item_index(scope)
-        form = self.c.integer(0, 6)
-        if form == 0:
+        form = self.c.integer(0, 7)
+        if form == 7:
+            self.stmt_slice(depth, scope)
+        elif form == 0:
             self.emit(depth, f"v[{index}] = {self.int_expr(scope, 1)}")
         elif form == 1:
             self.emit(depth, f"v[{index}] += np.clip({self.int_expr(scope, 1)}, -20, 20)")
@@ -323,6 +328,30 @@ class _Function:
             self.emit(depth, f"u[{index}] += {self.pick(['0.25', 'np.sum(x)', 'np.max(y)'])}")
         else:
             self.emit(depth, "w = np.array(w)")
+
+    def static_slice(self) -> str:
+        """A slice of a ``VEC_SIZE`` vector with constant bounds (empty, reversed, past
+        the end too)."""
+        bound = lambda: self.pick(["", "0", "1", "-1", str(VEC_SIZE + 1), str(-VEC_SIZE - 2)])
+        return f"{bound()}:{bound()}:{self.pick(['', '1', '2', '-1', '-2'])}"
+
+    def stmt_slice(self, depth, scope) -> None:
+        """Assignment to a static slice (a shift of ``v``, a scalar broadcast into ``u``,
+        ``w`` reversed, an augmented slice of ``u``) or through a boolean mask."""
+        form = self.c.integer(0, 5)
+        if form == 4:  # a boolean mask, a float into the float buffer
+            self.emit(depth, f"u[u < np.sum({self.float_expr(scope, 1)})] = 0.5")
+        elif form == 5:  # a Python int that fits, into the narrow buffer
+            self.emit(depth, f"w[w > {self.c.integer(-2, 2)}] = {self.c.integer(0, 3)}")
+        elif form == 0:
+            k = self.c.integer(0, VEC_SIZE)
+            self.emit(depth, f"v[{k}:] = v[:{VEC_SIZE - k}]")
+        elif form == 1:
+            self.emit(depth, f"u[{self.static_slice()}] = np.sum({self.float_expr(scope, 1)})")
+        elif form == 2:
+            self.emit(depth, "w[::-1] = w")
+        else:
+            self.emit(depth, f"u[{self.static_slice()}] += 0.25")
 
     def stmt_float(self, depth, scope, loop) -> None:
         self.emit(depth, f"{self.pick(FLOAT_VARS[1:])} = {self.float_expr(scope, 2)}")
@@ -393,8 +422,16 @@ class _Function:
         (iterated live: the body may assign its items), of a tuple built before the first
         trip, through ``enumerate``, ``zip`` and ``reversed``; ``var`` is an int."""
         item = f"e{self.loops}"
-        form = self.c.integer(0, 3)
-        if form == 0:
+        form = self.c.integer(0, 5)
+        if form == 4:
+            start, step = self.c.integer(-1, 2), self.pick(["1", "2", "-1"])
+            stop = f"np.clip({self.int_expr(scope, 1)}, -4, 6)"
+            self.emit(depth, f"{var} = 0")  # the range may have no item
+            self.emit(depth, f"for {var} in reversed(range({start}, {stop}, {step})):")
+        elif form == 5:
+            self.emit(depth, f"{var} = 0")
+            self.emit(depth, f"for {var}, {item} in zip(range({self.c.integer(0, 3)}), u):")
+        elif form == 0:
             self.emit(depth, f"for {var} in np.array(v):")
         elif form == 1:
             self.emit(depth, f"for {var}, {item} in enumerate(u):")
@@ -403,10 +440,10 @@ class _Function:
         else:
             parts = f"{self.int_expr(scope, 1)}, {self.int_expr(scope, 0)}, {self.c.integer(-2, 3)}"
             self.emit(depth, f"for {var} in ({parts}):")
-        if form in (1, 2):
+        if form in (1, 2, 5):
             self.emit(depth + 1, f"y = y + {item}")
         self.block(depth + 1, (*scope, var), True, self.c.integer(1, 3))
-        self.emit(depth, f"b = b + {var}")  # the last item: every sequence here has one
+        self.emit(depth, f"b = b + {var}")  # the last item, or the 0 before an empty range
 
     def stmt_reduce(self, depth, scope, loop) -> None:
         """``sum``, ``any``, ``all``, ``max`` or ``min`` of a comprehension over
