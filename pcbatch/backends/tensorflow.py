@@ -52,7 +52,7 @@ _ELEMENTWISE_OPS = frozenset(
     BitwiseXor Cast Ceil ClipByValue Const Cos Cosh Digamma Div DivNoNan Equal Erf Erfc
     Exp Expm1 Floor FloorDiv FloorMod Greater GreaterEqual Identity Inv IsFinite IsInf
     IsNan LeftShift Less LessEqual Lgamma Log Log1p LogicalAnd LogicalNot LogicalOr
-    Maximum Minimum Mod Mul MulNoNan Neg NoOp NotEqual Placeholder Pow RealDiv
+    Maximum Minimum Mod Mul MulNoNan Neg NextAfter NoOp NotEqual Placeholder Pow RealDiv
     Reciprocal Relu RightShift Rint Round Rsqrt Select SelectV2 Sigmoid Sign Sin Sinh
     Softplus Sqrt Square SquaredDifference Sub Tan Tanh TruncateDiv TruncateMod Xdivy
     Xlog1py Xlogy""".split()  # noqa: SIM905 (a list of names, read as text)
@@ -60,12 +60,15 @@ _ELEMENTWISE_OPS = frozenset(
 
 
 class _OwnBitcastNotice:
-    """Drops TensorFlow's notice that ``tf.vectorized_map`` loops over a Bitcast: pcbatch's
-    own ``np.signbit``/``np.copysign`` (`numpy_dispatch`) bitcast, inside a primitive that
-    also reduces (``np.signbit(v).sum()``); the loop gives the same values."""
+    """Drops TensorFlow's notice that ``tf.vectorized_map`` loops over a Bitcast or a
+    NextAfter: pcbatch's own ``np.signbit``/``np.copysign``/``np.spacing``
+    (`numpy_dispatch`) use them, inside a primitive that also reduces
+    (``np.signbit(v).sum()``); the loop gives the same values."""
 
     def filter(self, record) -> bool:
-        return "converting Bitcast" not in record.getMessage()
+        message = record.getMessage()
+        return not ("while_loop for converting" in message
+                    and ("Bitcast" in message or "NextAfter" in message))
 
 
 tf.get_logger().addFilter(_OwnBitcastNotice())
