@@ -42,7 +42,15 @@ from pcbatch.analysis.assignment import maybe_unassigned_reads
 from pcbatch.backends.numpy import NumpyBackend
 from pcbatch.dsl import ModuleBuilder
 from pcbatch.errors import BatchSizeError, NestedBatchedCallError
-from pcbatch.frontend import comprehensions, desugar, fence, loop_else, statics, unbound
+from pcbatch.frontend import (
+    comprehensions,
+    desugar,
+    fence,
+    local_functions,
+    loop_else,
+    statics,
+    unbound,
+)
 from pcbatch.frontend.parse import ParsedFunction, parse_function
 from pcbatch.frontend.snapshot import Snapshot, names_read
 from pcbatch.frontend.statics import Specialised, Statics, is_static_value
@@ -1018,32 +1026,35 @@ def _reachable(functions: dict[str, BatchedFunction], main: str) -> frozenset[st
 def _build_module(
     functions: dict[str, BatchedFunction], main: str | None, specialised: Specialised
 ) -> Module:
-    parsed = {
-        name: desugar.for_loops(
-            loop_else.flags(comprehensions.reductions(parse_function(bf.python_function)))
-        )
-        for name, bf in functions.items()
-    }
+    parsed, contexts = {}, {}
+    for name, bf in functions.items():
+        fixed = dict(specialised[1]) if specialised and specialised[0] == name else {}
+        outer, lifted = local_functions.lift(parse_function(bf.python_function), fixed)
+        for p in (outer, *lifted):
+            parsed[p.name] = desugar.for_loops(loop_else.flags(comprehensions.reductions(p)))
+            contexts[p.name] = bf.context
     batched_names = frozenset(functions)
     for p in parsed.values():
         fence.check(p, batched_names)
     mb = ModuleBuilder()
-    for name, bf in functions.items():
+    for name, p in parsed.items():
         static = statics.static_names(specialised, name)
-        params = tuple(n for n in bf.signature.parameters if n not in static)
+        params = tuple(n for n in p.signature.parameters if n not in static)
         mb.declare(name, params=params, returns=1)
     for p in parsed.values():
-        _define(mb, p, functions, main, specialised)
+        _define(mb, p, functions, contexts[p.name], main, specialised)
     module = mb.module()
-    return Module(
-        tuple(_finished(fn, functions[fn.name].type_inference) for fn in module.functions)
-    )
+    return Module(tuple(
+        _finished(fn, functions[fn.name].type_inference if fn.name in functions else None)
+        for fn in module.functions
+    ))
 
 
 def _define(
     mb: ModuleBuilder,
     p: ParsedFunction,
     functions: dict[str, BatchedFunction],
+    context: Context,
     main: str | None,
     specialised: Specialised,
 ) -> None:
@@ -1051,12 +1062,15 @@ def _define(
 
     by_python_function = {id(bf.python_function): bf for bf in functions.values()}
 
-    def resolve(value: Any) -> BatchedFunction | None:
+    def resolve(value: Any) -> BatchedFunction | ParsedFunction | None:
         """The batched function of this Context that ``value`` is, else None; also when
         ``value`` is its plain function (``ctx.batch_uncurried(fib)`` leaves the global
-        ``fib`` plain, and a call through it is still a batched call)."""
+        ``fib`` plain, and a call through it is still a batched call), or the hidden name
+        of a function defined inside one (its lifted `ParsedFunction`)."""
+        if isinstance(value, local_functions.LocalFunction):
+            return value.parsed  # a function defined inside one (`local_functions`)
         value = by_python_function.get(id(value), value)
-        if isinstance(value, BatchedFunction) and value.context is functions[p.name].context:
+        if isinstance(value, BatchedFunction) and value.context is context:
             return value
         return None
 

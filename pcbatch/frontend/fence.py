@@ -40,8 +40,10 @@ _STATEMENT_ADVICE = {
     ast.With: "with blocks are not supported; move that code into a plain helper function",
     ast.Global: "global is not supported; pass the value as an argument and return the result",
     ast.Nonlocal: "nonlocal is not supported; pass the value as an argument and return it",
-    ast.FunctionDef: "nested def is not supported; define the function at module level "
-    "(decorate it too if it should be batched)",
+    # a def at the top level of the body was lifted (`local_functions`), and one anywhere
+    # else refused there: only a def the lifting left is here
+    ast.FunctionDef: "a def here is not supported; define it at the top level of the "
+    "function's body, or at module level",
     ast.AsyncFunctionDef: "async functions are not supported",
     ast.ClassDef: "class definitions are not supported inside a batched function",
     ast.Delete: "del is not supported; stop using the variable instead",
@@ -70,10 +72,11 @@ _NUMPY_NAMES_OF_MATH = {"pow": "power", "atan": "arctan", "atan2": "arctan2", "a
                         "atanh": "arctanh"}
 
 _LAMBDA_ADVICE = (
-    "a lambda held in a variable (or returned) is not a per-example value (every "
-    "example's values are numbers, booleans or arrays of them): define the function at "
-    "module level (def f(t): return ...) and call it by name; a lambda passed within one "
-    "expression (sorted(items, key=lambda a: -a)) is fine"
+    "a lambda held in a variable here (in a branch or loop, or returned) is not a "
+    "per-example value (every example's values are numbers, booleans or arrays of them): "
+    "bind it (f = lambda t: ...) or def it at the top level of the function's body, or at "
+    "module level, and call it by name; a lambda passed within one expression "
+    "(sorted(items, key=lambda a: -a)) is fine"
 )
 
 #: builtins that make text of a value
@@ -136,9 +139,10 @@ class _Fence(ast.NodeVisitor):
     def check_Assign(self, stmt: ast.Assign) -> None:
         if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Subscript):
             self.check_item_target(stmt.targets[0])
-        else:
-            for target in stmt.targets:
-                self.check_target(target)
+            self.check_value(stmt.value)
+            return  # the value's items are copied in (``w[::-1] = w``): nothing is shared
+        for target in stmt.targets:
+            self.check_target(target)
         self.check_no_alias(stmt)
         self.check_value(stmt.value)
 

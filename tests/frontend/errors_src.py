@@ -33,10 +33,13 @@ def uses_global(x):
 
 
 def uses_nested_def(x):
-    def inner(y):  # ERROR
-        return y
+    if x > 0:
 
-    return inner(x)
+        def inner(y):  # ERROR
+            return y
+
+        return inner(x)
+    return x
 
 
 def calls_through_variable(x):

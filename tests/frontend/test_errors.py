@@ -28,7 +28,7 @@ SYNTAX_CASES = [
     ("uses_with", "with"),
     ("uses_yield", "yield"),
     ("uses_global", "global"),
-    ("uses_nested_def", "nested def"),
+    ("uses_nested_def", "a def inside an if"),
     ("calls_through_variable", "variable"),
     ("comprehension_over_batched", "comprehension"),
     ("item_assignment", "item assignment to parameter"),

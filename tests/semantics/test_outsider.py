@@ -60,7 +60,7 @@ chained_mixed float_literal_beside_a_value float_of_a_string sum_of_a_list slice
 arange_times int_power_half weak_divmod min_with_zero comparisons_with_inf
 tuple_of_mixed_return bool_sum rate_or_zero while_else for_else math_sqrt_of_value
 math_floor_of_value math_pow_of_values while_else_returns tuple_comparisons
-best_by_tuple enumerate_range""".split()  # noqa: SIM905
+best_by_tuple enumerate_range local_lambda nested_function""".split()  # noqa: SIM905
 
 #: Python would share one array between two names, one changed in place: rejected (at
 #: type inference, when the value is known to be an array), naming the line
@@ -73,16 +73,14 @@ REJECTED = {
     "fstring_length": "pcbatch.host_callback",
     "str_of_value": "pcbatch.host_callback",
     "math_gamma_of_value": r"math\.gamma\(\)",
-    "local_lambda": r"module level \(def f\(t\)",
     "match_statement": "if/elif",
     "starred_unpacking": "unpack each element",
-    "nested_function": "module level",
     "global_counter": "pass the value as an argument",
     "walrus": "assign in a statement",
     "list_append": "acc = np.zeros",
     "dict_of_values": "acc = np.zeros",
     "modular_pow": "square-and-multiply",
-    "nonlocal_counter": "module level",
+    "nonlocal_counter": "nonlocal is not supported",
 }
 
 
