@@ -112,7 +112,7 @@ ZERO_POWER, POWER_OVERFLOW, COMPLEX_POWER = "zero power", "power overflow", "com
 #: number, one past float's range, ``log(x, 1)``; ``floor``/``ceil``/``trunc`` of nan, of an
 #: infinity, of a float past int64's range
 MATH_DOMAIN, MATH_RANGE, MATH_ZERO_DIVISION = "math domain", "math range", "math log base 1"
-RANGE_ZERO_STEP = "range step zero"
+RANGE_ZERO_STEP, SLICE_ZERO_STEP = "range step zero", "slice step zero"
 FLOAT_NAN_TO_INT, FLOAT_INFINITY_TO_INT, FLOAT_PAST_INT64 = (
     "nan to int", "infinity to int", "float past int64"
 )
@@ -321,6 +321,9 @@ _math_zero_division_error = _checked(ZeroDivisionError, (
 _range_zero_step_error = _checked(ValueError, (
     "range() arg 3 must not be zero{at}, as Python raises for this example"
 ))
+_slice_zero_step_error = _checked(ValueError, (
+    "slice step cannot be zero{at}, as Python raises for this example"
+))
 
 
 def _int_of_float_error(error: type, what: str):
@@ -351,6 +354,7 @@ _ERRORS = {
     COMPLEX_POWER: _complex_power_error,
     MATH_DOMAIN: _math_domain_error, MATH_RANGE: _math_range_error,
     MATH_ZERO_DIVISION: _math_zero_division_error, RANGE_ZERO_STEP: _range_zero_step_error,
+    SLICE_ZERO_STEP: _slice_zero_step_error,
     FLOAT_NAN_TO_INT: _int_of_float_error(ValueError, "NaN"),
     FLOAT_INFINITY_TO_INT: _int_of_float_error(OverflowError, "infinity"),
     FLOAT_PAST_INT64: _int_of_float_error(

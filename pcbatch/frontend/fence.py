@@ -170,6 +170,9 @@ class _Fence(ast.NodeVisitor):
                 f"{target.value.id} = np.array({target.value.id})",
             )
         parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        if len(parts) == 1 and isinstance(parts[0], ast.Slice):
+            self.visit(parts[0])  # per-example bounds too: through a mask (`to_ir`)
+            return
         for part in parts:
             if isinstance(part, ast.Slice):
                 self.check_static_slice(part)
@@ -186,10 +189,10 @@ class _Fence(ast.NodeVisitor):
             if not _is_index(value):
                 self.reject(
                     part,
-                    f"a slice in an item assignment needs bounds known when compiling "
-                    f"(literals or constants: buf[1:] = v[:-1]), not {ast.unparse(bound)!r}, "
-                    "which may differ between examples; write buf = np.where((np.arange("
-                    "len(buf)) >= a) & (np.arange(len(buf)) < b), x, buf), or assign item "
+                    f"a slice beside another index part needs bounds known when compiling "
+                    f"(literals or constants: m[k, 1:] = v[:-1]), not {ast.unparse(bound)!r}, "
+                    "which may differ between examples; write m[k] = np.where((np.arange("
+                    "len(m[k])) >= a) & (np.arange(len(m[k])) < b), x, m[k]), or assign item "
                     "by item in a loop",
                 )
             if value == 0 and bound is part.step:

@@ -140,6 +140,39 @@ def range_length(start, stop, step):
         return weak.mark(np.maximum((stop - start + step - toward) // step, 0))
 
 
+def slice_mask(target, start, stop, step):
+    """Where ``target[start:stop:step]`` lies along its first axis, as a boolean mask:
+    ``w[a:b] = x`` with per-example bounds is ``w[slice_mask(w, a, b, None)] = x``
+    (`pcbatch.passes.masked_items`). Python's ``slice.indices`` rule per example: a
+    negative bound counts from the end, bounds clip to the axis, None is the end the
+    step starts from; a zero step is Python's ValueError."""
+    from pcbatch.backends import weak
+    from pcbatch.backends.per_example import fail_where
+
+    size = np.shape(target)[0]
+    step = 1 if step is None else python_int(step)
+    fail_where(np.equal(step, 0), weak.SLICE_ZERO_STEP)
+    with weak.checked_elsewhere(weak.PYTHON_INT):  # bounds clipped to the axis: no overflow
+        forward = np.greater(step, 0)
+        first = _slice_bound(start, size, forward, np.where(forward, 0, size - 1))
+        last = _slice_bound(stop, size, forward, np.where(forward, size, -1))
+        position = np.arange(size)
+        inside = np.where(forward, (first <= position) & (position < last),
+                          (last < position) & (position <= first))
+        stride = np.where(np.equal(step, 0), 1, np.abs(step))
+        return inside & np.equal((position - first) % stride, 0)
+
+
+def _slice_bound(bound, size: int, forward, default):
+    """One bound of a slice as ``slice.indices`` makes it: from the end if negative, then
+    clipped to [0, size] stepping forward, [-1, size - 1] backward."""
+    if bound is None:
+        return default
+    bound = python_int(bound)
+    bound = np.where(np.less(bound, 0), bound + size, bound)
+    return np.where(forward, np.clip(bound, 0, size), np.clip(bound, -1, size - 1))
+
+
 python_int.weak_results = True  # always a Python int per example (type inference)
 range_next.weak_results = True
 range_length.weak_results = True
@@ -777,6 +810,7 @@ NAMESPACE = {
     "__pcb_len": len,
     "__pcb_index": python_int,
     "__pcb_range_len": range_length,
+    "__pcb_slice_mask": slice_mask,
     "__pcb_in": contains,
     "__pcb_not_in": does_not_contain,
     "__pcb_float": to_float,

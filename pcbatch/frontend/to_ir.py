@@ -421,6 +421,8 @@ class Translator:
         """``buf[i, :] = v`` as a `SetItem` primitive, which the machines run in place."""
         value_var = self.value(value)
         parts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        if len(parts) == 1 and isinstance(parts[0], ast.Slice) and not self.is_static(parts[0]):
+            parts = [_slice_mask(target, parts[0])]  # w[:n] = x: through a mask
         index, index_vars = [], []
         for part in parts:
             if isinstance(part, ast.Slice):
@@ -431,6 +433,11 @@ class Translator:
         name = target.value.id
         setitem = SetItem(tuple(index), str(self.loc(target)))
         self.fb.prim(setitem, name, value_var, *index_vars, out=name, name="setitem")
+
+    def is_static(self, part: ast.Slice) -> bool:
+        """Whether the slice's bounds are known when compiling."""
+        bounds = (part.lower, part.upper, part.step)
+        return all(b is None or self.known(b) is not statics.UNKNOWN for b in bounds)
 
     def static_slice(self, part: ast.Slice) -> Any:
         """A slice of an item assignment, its bounds known (`fence.check_static_slice`)."""
@@ -1337,6 +1344,16 @@ def _lists_as_arrays(value: Any) -> Any:
         items = [_lists_as_arrays(v) for v in value]
         return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
     return value
+
+
+def _slice_mask(target: ast.Subscript, part: ast.Slice) -> ast.expr:
+    """``w[a:b:s]`` with a bound per example: the index ``__pcb_slice_mask(w, a, b, s)``
+    (`runtime.slice_mask`), a boolean mask along the first axis."""
+    bounds = [b if b is not None else ast.Constant(None) for b in (part.lower, part.upper,
+                                                                   part.step)]
+    call = ast.Call(ast.Name("__pcb_slice_mask", ast.Load()),
+                    [ast.Name(target.value.id, ast.Load()), *bounds], [])
+    return ast.fix_missing_locations(ast.copy_location(call, part))
 
 
 def _range_continues(counter, stop, step):

@@ -7,7 +7,8 @@ gives, which every backend runs batched. Type inference checks such an assignmen
 (`check`) and puts that ``where`` in its place (`replaced`); the value is converted into
 the array's dtype as any item is (`item_values.item_value`: a Python int the dtype cannot
 hold is NumPy 2's OverflowError). A value of several items, one per True (``w[m] =
-u[m]``, as many as the example's mask selects), is refused at the line.
+u[m]``, as many as the example's mask selects), is refused at the line. A slice with
+per-example bounds (``w[:n] = 0.0``) arrives here as its mask (`runtime.slice_mask`).
 """
 
 from __future__ import annotations

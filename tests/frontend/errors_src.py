@@ -64,9 +64,9 @@ def item_alias(v):
 
 
 def item_range(v):
-    buf = np.zeros(3)
+    buf = np.zeros((3, 3))
     n = int(v)
-    buf[0:n] = v  # ERROR
+    buf[0, 0:n] = v  # ERROR
     return buf
 
 

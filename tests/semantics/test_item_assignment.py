@@ -2,8 +2,9 @@
 
 Slices whose bounds are known when compiling (``w[1:] = v[:-1]``, ``w[::-1] = v``,
 ``m[k, 1:] = 0``, ``w[K:] *= 2`` with a global ``K``): every example writes the same
-items. A slice bounded by a per-example value is refused at the line, and a value that
-does not fit the items is NumPy's broadcast error at the line, before anything runs.
+items; a value that does not fit them is NumPy's broadcast error at the line, before
+anything runs. A slice alone in the index with per-example bounds (``w[:n] = 0.0``) is a
+mask along the first axis (`runtime.slice_mask`); beside another index part, refused.
 
 A boolean mask (``w[w < 0] = 0.0``; of leading axes, rows): the items where the
 example's mask holds get the value, converted into the array's dtype as NumPy converts
@@ -90,6 +91,22 @@ def masked_into_small_ints(v, k):
     return w
 
 
+def bounded_per_example_alone(v, a, b, s):
+    w = v.copy()
+    w[:a] = -1.0
+    w[b:] = 5  # a Python int into floats
+    w[a:b:s] = w[0]
+    h = len(v) // 2  # a length computed in the function: per example to the compiler
+    w[h::s] = 7.0
+    return w
+
+
+def rows_per_example(m, n):
+    w = m.copy()
+    w[n:] = m[0]
+    return w
+
+
 def in_a_loop(v, n):
     w = v.copy()
     for i in range(n):
@@ -112,7 +129,25 @@ CASES = {
     "masked_into_small_ints": (masked_into_small_ints, (
         np.array([[1, 5, 9], [4, 0, -2], [7, 7, 7]]), np.array([-1, 100, 3]))),
     "in_a_loop": (in_a_loop, (MASKED_V, np.array([0, 3, 1]))),
+    "bounded_per_example_alone": (bounded_per_example_alone, (
+        np.arange(18.0).reshape(3, 6), np.array([0, -2, 10]), np.array([-100, 3, 1]),
+        np.array([2, -1, 3]))),
+    "rows_per_example": (rows_per_example, (M, np.array([0, -1, 3]))),
 }
+
+
+def zero_step(v, s):
+    w = v.copy()
+    w[1::s] = 0.0  # MARK: zero step
+    return w
+
+
+@backends.backend_param
+def test_a_zero_step_of_a_slice_is_pythons_value_error_for_those_examples(backend_name):
+    batched = pcbatch.Context().batch(zero_step)
+    with pytest.raises(ValueError, match="slice step cannot be zero") as e:
+        batched(V, np.array([1, 0, 2]), backend=backends.backend(backend_name))
+    assert f"{__file__}:{_line(zero_step, 'MARK: zero step')}" in str(e.value)
 
 
 @backends.backend_param
@@ -131,9 +166,9 @@ def too_long(v):
     return w
 
 
-def bounded_per_example(v, n):
-    w = v.copy()
-    w[:n] = 0.0  # MARK: per example
+def bounded_per_example(m, n):
+    w = m.copy()
+    w[0, :n] = 0.0  # MARK: per example
     return w
 
 
@@ -165,10 +200,10 @@ def test_a_value_that_does_not_fit_the_items_is_numpys_error_at_the_line(backend
     assert f"{__file__}:{_line(too_long, 'MARK: too long')}" in str(e.value)
 
 
-def test_a_slice_bounded_by_a_per_example_value_is_refused_at_the_line():
+def test_a_slice_bounded_per_example_beside_another_index_is_refused_at_the_line():
     batched = pcbatch.Context().batch(bounded_per_example)
     with pytest.raises(pcbatch.AutobatchSyntaxError, match="bounds known when compiling") as e:
-        batched(V, np.array([1, 2, 0]))
+        batched(M, np.array([1, 2, 0]))
     assert e.value.lineno == _line(bounded_per_example, "MARK: per example")
 
 
