@@ -213,6 +213,34 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
                           correction=correction))
 
 
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):
+    """NumPy's: `var` of the items that are not NaN, NaN where ``n - ddof <= 0`` (every
+    item NaN, say). TensorFlow's NumPy has none."""
+    tf = _tf()
+    _refuse("nanvar", out=out, where=where, mean=mean)
+    if correction is not None:
+        ddof = correction
+    a = _float(a) if dtype is None else tf.cast(a, tf.as_dtype(np.dtype(dtype)))
+    nan = tf.math.is_nan(a)
+    zero = tf.zeros_like(a)
+    count = tf.reduce_sum(tf.cast(tf.logical_not(nan), a.dtype), axis=axis, keepdims=True)
+    centre = tf.reduce_sum(tf.where(nan, zero, a), axis=axis, keepdims=True) / count
+    centred = tf.where(nan, zero, a - centre)
+    total = tf.reduce_sum(centred * centred, axis=axis, keepdims=keepdims)
+    freedom = tf.reduce_sum(tf.cast(tf.logical_not(nan), a.dtype), axis=axis,
+                            keepdims=keepdims) - tf.constant(ddof, a.dtype)
+    positive = freedom > 0
+    spread = total / tf.where(positive, freedom, tf.ones_like(freedom))
+    return tf.where(positive, spread, tf.constant(np.nan, a.dtype))
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):
+    return _tf().sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                             correction=correction))
+
+
 def interp(x, xp, fp, left=None, right=None, period=None):
     """NumPy's piecewise-linear interpolation, in float64: ``fp[j]`` where ``x`` is
     ``xp[j]`` itself, else the slope from ``xp[j]`` (from ``xp[j + 1]`` where that gives
@@ -293,6 +321,8 @@ REPLACED = {
     "interp": lambda xp: interp,
     "var": lambda xp: var,
     "std": lambda xp: std,
+    "nanvar": lambda xp: nanvar,
+    "nanstd": lambda xp: nanstd,
     "argmax": lambda xp: _arg_extremum("argmax", largest=True),
     "argmin": lambda xp: _arg_extremum("argmin", largest=False),
 }

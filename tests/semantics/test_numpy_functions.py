@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -135,6 +137,26 @@ def test_modf_frexp_ldexp_sinc_i0_at_their_edges_as_numpy(backend_name):
     for g, w in zip(got, want):  # transcendental: the library's last bits
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-14)
+
+
+def nan_spreads(v, m):
+    return (np.nanvar(v), np.nanstd(v), np.nanvar(v, ddof=1), np.nanstd(v, ddof=2),
+            np.nanvar(m, axis=0), np.nanstd(m, axis=1, keepdims=True))
+
+
+@backends.backend_param
+def test_nanvar_and_nanstd_skip_nan_and_give_nan_without_degrees_of_freedom(backend_name):
+    # TensorFlow had neither
+    v = np.array([[1.0, NAN, 3.0], [NAN, NAN, NAN], [2.0, 2.0, 5.0], [NAN, 4.0, NAN]])
+    m = np.stack([v[:, :2]] * 2, axis=1)
+    batched = pcbatch.Context().batch(nan_spreads)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's degrees-of-freedom notice
+        want = batched(v, m, dry_run=True)
+        got = batched(v, m, backend=backends.backend(backend_name))
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-13)
 
 
 def scaled_down(x):
