@@ -163,6 +163,54 @@ def slice_mask(target, start, stop, step):
         return inside & np.equal((position - first) % stride, 0)
 
 
+class AugmentedItem:
+    """``target[index] op value`` of one example, for ``target[index] op= value``: the item
+    combined, or, where ``index`` is a boolean mask, the whole array combined (the
+    assignment writes it where the mask holds), ``value`` one number or one item as NumPy
+    requires of ``w[m] += x`` (one per True would differ in length between examples)."""
+
+    def __init__(self, operator_name: str):
+        self.operator_name = operator_name
+        self.__name__ = f"augmented_{operator_name.lower()}"
+
+    def __call__(self, target, index, value):
+        combine = _AUGMENTED[self.operator_name]
+        dtype = getattr(index, "dtype", None)
+        if dtype is None or np.ndim(index) == 0 or np.dtype(_numpy_dtype(dtype)).kind != "b":
+            return combine(target[index], value)
+        item = tuple(np.shape(target)[np.ndim(index):])
+        try:
+            fits = np.broadcast_shapes(tuple(np.shape(value)), item) == item
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(
+                f"w[mask] op= x with x of shape {tuple(np.shape(value))}: x must be one number "
+                f"or one item (shape {item}), as one per True differs in length between "
+                "examples; write w = np.where(mask, w + x, w)"
+            )
+        return combine(target, value)
+
+    def __eq__(self, other):
+        return type(other) is AugmentedItem and other.operator_name == self.operator_name
+
+    def __hash__(self):
+        return hash((AugmentedItem, self.operator_name))
+
+
+def _numpy_dtype(dtype):
+    return getattr(dtype, "as_numpy_dtype", dtype)
+
+
+_AUGMENTED = {
+    "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul,
+    "Div": operator.truediv, "FloorDiv": operator.floordiv, "Mod": operator.mod,
+    "Pow": operator.pow, "BitAnd": operator.and_, "BitOr": operator.or_,
+    "BitXor": operator.xor, "LShift": operator.lshift, "RShift": operator.rshift,
+    "MatMult": operator.matmul,
+}
+
+
 def _slice_bound(bound, size: int, forward, default):
     """One bound of a slice as ``slice.indices`` makes it: from the end if negative, then
     clipped to [0, size] stepping forward, [-1, size - 1] backward."""

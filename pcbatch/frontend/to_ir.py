@@ -405,6 +405,9 @@ class Translator:
         self.value(stmt.value, out=_target_pattern(stmt.target))
 
     def stmt_AugAssign(self, stmt: ast.AugAssign) -> None:
+        if isinstance(stmt.target, ast.Subscript) and self.maybe_masked(stmt.target):
+            self.augmented_item(stmt)
+            return
         if isinstance(stmt.target, ast.Subscript):
             load = ast.copy_location(
                 ast.Subscript(value=stmt.target.value, slice=stmt.target.slice, ctx=ast.Load()),
@@ -416,6 +419,34 @@ class Translator:
         name = stmt.target.id
         combined = ast.BinOp(left=ast.Name(id=name, ctx=ast.Load()), op=stmt.op, right=stmt.value)
         self.value(ast.copy_location(combined, stmt), out=name)
+
+    def maybe_masked(self, target: ast.Subscript) -> bool:
+        """Whether ``target``'s index may be a boolean mask: one part, a slice whose bounds
+        are per-example values, or an expression that is not a number known here."""
+        if isinstance(target.slice, ast.Tuple):
+            return False
+        if isinstance(target.slice, ast.Slice):
+            return not self.is_static(target.slice)
+        known = self.known(target.slice)
+        return known is statics.UNKNOWN or isinstance(known, np.ndarray)
+
+    def augmented_item(self, stmt: ast.AugAssign) -> None:
+        """``w[i] += x`` whose index may be a mask (``w[w < 0] += 1``, ``w[:n] *= 2``): the
+        index evaluated once; `runtime.AugmentedItem` gives the item combined with ``x``,
+        or for a mask the whole array combined, which the assignment writes where the mask
+        holds (`pcbatch.passes.masked_items`)."""
+        target = stmt.target
+        part = target.slice
+        if isinstance(part, ast.Slice):
+            part = _slice_mask(target, part)
+        index = self.value(part)
+        operand = self.value(stmt.value)
+        combine = runtime.AugmentedItem(type(stmt.op).__name__)
+        name = target.value.id
+        value = self.fb.prim(combine, name, index, operand, out=self.fresh(),
+                             name="augmented_item", per_example=True)
+        setitem = SetItem((None,), str(self.loc(target)), augmented=True)
+        self.fb.prim(setitem, name, value, index, out=name, name="setitem")
 
     def item_assign(self, target: ast.Subscript, value: ast.expr) -> None:
         """``buf[i, :] = v`` as a `SetItem` primitive, which the machines run in place."""

@@ -44,6 +44,9 @@ class SetItem:
 
     index: tuple
     where: str = ""
+    #: an augmented assignment's (``w[m] += x``): through a boolean mask its value is the
+    #: whole array combined (`pcbatch.passes.masked_items`), else the item's
+    augmented: bool = False
 
     @property
     def __name__(self) -> str:  # the printer's and profiler's label

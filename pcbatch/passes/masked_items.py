@@ -47,6 +47,8 @@ def check(op: PrimOp, target: Type, value: Type, mask: Type) -> None:
             "shape, or its leading axes' shape"
         )
     item, given = shape[len(covered):], tuple(value.tensors.shape)
+    if op.function.augmented:  # w[m] += x: the whole array combined (`AugmentedItem`)
+        item = shape
     try:
         fits = np.broadcast_shapes(given, item) == item
     except ValueError:

@@ -101,6 +101,23 @@ def bounded_per_example_alone(v, a, b, s):
     return w
 
 
+def augmented_through_masks(v, n, k):
+    w = v.copy()
+    w[w > 0] += 1
+    w[np.isnan(w)] *= 0
+    w[:n] += 1.0
+    w[n:] -= w[0]
+    w[k] += 10.0  # an integer index: the item, as before
+    return w
+
+
+def augmented_small_ints(v, n):
+    h = v.astype(np.int8)
+    h[h > 2] += 100
+    h[:n] -= 1
+    return h
+
+
 def rows_per_example(m, n):
     w = m.copy()
     w[n:] = m[0]
@@ -133,6 +150,10 @@ CASES = {
         np.arange(18.0).reshape(3, 6), np.array([0, -2, 10]), np.array([-100, 3, 1]),
         np.array([2, -1, 3]))),
     "rows_per_example": (rows_per_example, (M, np.array([0, -1, 3]))),
+    "augmented_through_masks": (augmented_through_masks, (
+        MASKED_V, np.array([0, 2, -1]), np.array([1, -1, 0]))),
+    "augmented_small_ints": (augmented_small_ints, (
+        np.array([[1, 5, 9], [4, 0, -2], [7, 7, 7]]), np.array([0, 2, 3]))),
 }
 
 
@@ -184,6 +205,12 @@ def a_value_per_true(v):
     return w
 
 
+def an_operand_per_true(v):
+    w = v.copy()
+    w[w > 0] += v  # MARK: operand per true
+    return w
+
+
 def _line(function, marker: str) -> int:
     import inspect
 
@@ -220,3 +247,11 @@ def test_a_value_per_true_is_refused_at_the_line_saying_what_to_write(backend_na
     with pytest.raises(pcbatch.TypeInferenceError, match=r"np\.where\(m, u, w\)") as e:
         batched(MASKED_V, backend=backends.backend(backend_name))
     assert f"{__file__}:{_line(a_value_per_true, 'MARK: per true')}" in str(e.value)
+
+
+@backends.backend_param
+def test_an_augmented_operand_per_true_is_refused_at_the_line(backend_name):
+    batched = pcbatch.Context().batch(an_operand_per_true)
+    with pytest.raises(pcbatch.TypeInferenceError, match=r"np\.where\(mask, w \+ x, w\)") as e:
+        batched(MASKED_V, backend=backends.backend(backend_name))
+    assert f"{__file__}:{_line(an_operand_per_true, 'MARK: operand per true')}" in str(e.value)
