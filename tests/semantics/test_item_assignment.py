@@ -241,17 +241,18 @@ def test_a_python_int_the_dtype_cannot_hold_is_numpys_overflow_error(backend_nam
         batched(np.array([[1, 5], [0, 2]]), backend=backends.backend(backend_name))
 
 
-@backends.backend_param
-def test_a_value_per_true_is_refused_at_the_line_saying_what_to_write(backend_name):
-    batched = pcbatch.Context().batch(a_value_per_true)
-    with pytest.raises(pcbatch.TypeInferenceError, match=r"np\.where\(m, u, w\)") as e:
-        batched(MASKED_V, backend=backends.backend(backend_name))
-    assert f"{__file__}:{_line(a_value_per_true, 'MARK: per true')}" in str(e.value)
+PER_TRUE = {
+    "a_value_per_true": (a_value_per_true, r"np\.where\(m, u, w\)", "MARK: per true"),
+    "an_operand_per_true": (an_operand_per_true, r"np\.where\(mask, w \+ x, w\)",
+                            "MARK: operand per true"),
+}
 
 
 @backends.backend_param
-def test_an_augmented_operand_per_true_is_refused_at_the_line(backend_name):
-    batched = pcbatch.Context().batch(an_operand_per_true)
-    with pytest.raises(pcbatch.TypeInferenceError, match=r"np\.where\(mask, w \+ x, w\)") as e:
+@pytest.mark.parametrize("case", PER_TRUE)
+def test_one_value_per_true_is_refused_at_the_line_saying_what_to_write(case, backend_name):
+    function, words, marker = PER_TRUE[case]
+    batched = pcbatch.Context().batch(function)
+    with pytest.raises(pcbatch.TypeInferenceError, match=words) as e:
         batched(MASKED_V, backend=backends.backend(backend_name))
-    assert f"{__file__}:{_line(an_operand_per_true, 'MARK: operand per true')}" in str(e.value)
+    assert f"{__file__}:{_line(function, marker)}" in str(e.value)
