@@ -60,7 +60,7 @@ def lift(parsed: ParsedFunction, fixed: dict | None = None) -> tuple[ParsedFunct
     enclosing = local_names(tree) - found.keys() - constants.keys()
     for local in found.values():
         local.reads = _free_reads(local) & enclosing
-    _close_over_calls(found)
+    _close_over_calls(parsed, found)
     hidden = {name: f"__pcb_local_{name}" for name in found}
     markers = {hidden[name]: LocalFunction() for name in found}
     _check_uses(parsed, found)
@@ -113,24 +113,40 @@ def _as_local_function(stmt: ast.stmt) -> _Found | None:
     return None
 
 
-def _free_reads(local: _Found) -> set:
-    """The names the function's body reads that it does not bind itself."""
+def _own_names(local: _Found) -> frozenset:
+    """The names the local function binds: its parameters and locals, and the targets of
+    comprehensions and lambdas inside it (scopes of their own)."""
     scope = ast.FunctionDef(name=local.name, args=local.args, body=local.body,
                             decorator_list=[])
-    own = local_names(scope)
+    nested = set()
+    for node in (n for s in local.body for n in ast.walk(s)):
+        if isinstance(node, ast.comprehension):
+            nested |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Lambda):
+            nested |= set(parameter_names(node))
+    return local_names(scope) | nested
+
+
+def _free_reads(local: _Found) -> set:
+    """The names the function's body reads that it does not bind itself."""
     return {n.id for s in local.body for n in ast.walk(s)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - _own_names(local)
 
 
-def _close_over_calls(found: dict[str, _Found]) -> None:
+def _close_over_calls(parsed: ParsedFunction, found: dict[str, _Found]) -> None:
     """A local function calling another reads what that one reads (passes it on)."""
     changed = True
     while changed:
         changed = False
         for local in found.values():
             for callee in _called(local.body, found):
-                extra = found[callee].reads - local.reads - set(parameter_names(
-                    ast.FunctionDef(name="", args=local.args, body=[], decorator_list=[])))
+                clash = found[callee].reads & _own_names(local)
+                if clash:
+                    raise parsed.syntax_error(local.stmt, (
+                        f"the local function {local.name!r} calls {callee!r}, which reads "
+                        f"the enclosing {sorted(clash)[0]!r}, a name {local.name!r} binds "
+                        "itself; rename one of them"))
+                extra = found[callee].reads - local.reads
                 if extra:
                     local.reads |= extra
                     changed = True

@@ -66,7 +66,18 @@ def returns_a_pair(x, mode="abs"):
     return a + b
 
 
+def a_comprehension_inside(v, a):
+    def total(u):
+        return sum(a * b for b in u)  # b is the comprehension's own
+
+    s = total(v)
+    b = 5.0
+    return s + b
+
+
 CASES = {
+    "a_comprehension_inside": (a_comprehension_inside,
+                               (np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([2.0, 3.0]))),
     "bisection": (bisection, (np.array([0.0, 1.0, -3.0]), np.array([2.0, 1.5, 3.0]))),
     "reads_a_changing_variable": (reads_a_changing_variable,
                                   (np.array([0.5, 3.0, -1.0]), np.array([1.0, 0.0, 5.0]))),
@@ -117,7 +128,18 @@ def rebinds_its_name(x):
     return x + g
 
 
+def shadows_what_its_callee_reads(x):
+    y = x + 1.0
+    scale = lambda t: t * y  # noqa: E731 - reads the enclosing y
+
+    def g(y):  # its own y would be passed on as the enclosing one  # MARK
+        return scale(y) + y
+
+    return g(x)
+
+
 REFUSED = {
+    "shadows_what_its_callee_reads": (shadows_what_its_callee_reads, "rename one of them"),
     "defined_in_a_branch": (defined_in_a_branch, "top level of the function's body"),
     "passed_as_a_value": (passed_as_a_value, "used as a value"),
     "called_before_its_definition": (called_before_its_definition, "before its definition"),
