@@ -80,9 +80,11 @@ class SetItem:
             if part == FULL_SLICE or (part.step or 1) > 0:
                 continue
             items = range(*part.as_slice().indices(dims[axis]))
-            if items:
-                index[axis] = StaticSlice(items[-1], items[0] + 1, -items.step)
-                flips.append(sliced)
+            if not items:
+                index[axis] = StaticSlice(0, 0, 1)  # no items either way
+                continue
+            index[axis] = StaticSlice(items[-1], items[0] + 1, -items.step)
+            flips.append(sliced)
         return dataclasses.replace(self, index=tuple(index)), flips
 
     def rest_rank(self, target_rank: int) -> int:

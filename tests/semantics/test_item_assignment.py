@@ -44,6 +44,7 @@ def reversed_and_strided(v):
     w[-K:] *= 2
     w[K:K] = -1.0  # no items
     w[9:] = -2.0  # past the end: no items
+    w[0:2:-1] = -3.0  # backward from 0 to 2: no items (Torch refused any negative step)
     return w
 
 
