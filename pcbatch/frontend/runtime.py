@@ -175,8 +175,9 @@ class AugmentedItem:
 
     def __call__(self, target, index, value):
         combine = _AUGMENTED[self.operator_name]
-        dtype = getattr(index, "dtype", None)
-        if dtype is None or np.ndim(index) == 0 or np.dtype(_numpy_dtype(dtype)).kind != "b":
+        from pcbatch.backends.foreign import numpy_dtype
+
+        if not hasattr(index, "dtype") or np.ndim(index) == 0 or numpy_dtype(index).kind != "b":
             return combine(target[index], value)
         item = tuple(np.shape(target)[np.ndim(index):])
         try:
@@ -196,10 +197,6 @@ class AugmentedItem:
 
     def __hash__(self):
         return hash((AugmentedItem, self.operator_name))
-
-
-def _numpy_dtype(dtype):
-    return getattr(dtype, "as_numpy_dtype", dtype)
 
 
 _AUGMENTED = {
